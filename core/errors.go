@@ -1,0 +1,45 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Every error returned by this package matches at most one
+// of them with errors.Is, so callers can tell the outcomes apart:
+//
+//   - ErrNoPermit: no capacity (a TryAcquire that found none, or an Acquire
+//     whose ctx deadline passed while it waited). A deadline error also
+//     matches context.DeadlineExceeded.
+//   - context.Canceled: the caller's ctx was cancelled.
+//   - ErrUnavailable: the backend failed; the cause is wrapped.
+//   - ErrInvalidArgument: a bad weight, TTL, limit or name.
+//   - ErrNotHeld: a Release of a permit whose lease had already expired.
+//   - ErrClosed: the semaphore was closed.
+var (
+	ErrNoPermit        = errors.New("core: no permit available")
+	ErrUnavailable     = errors.New("core: backend unavailable")
+	ErrInvalidArgument = errors.New("core: invalid argument")
+	ErrNotHeld         = errors.New("core: permit not held (lease expired or unknown)")
+	ErrClosed          = errors.New("core: semaphore closed")
+)
+
+// ctxError converts the end of a wait into the package's error contract:
+// a passed deadline means "no permit" (and still matches
+// context.DeadlineExceeded); a cancellation wraps context.Canceled.
+func ctxError(ctx context.Context, name string) error {
+	err := context.Cause(ctx)
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("%w: %q: wait ended: %w", ErrNoPermit, name, err)
+	}
+	return fmt.Errorf("core: acquire %q: %w", name, err)
+}
+
+func unavailable(op, name string, cause error) error {
+	return fmt.Errorf("%w: %s %q: %w", ErrUnavailable, op, name, cause)
+}
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalidArgument, fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,216 @@
+package core
+
+import (
+	"container/list"
+	"context"
+	"fmt"
+	"sync"
+)
+
+// KeyedSemaphore hands out permits per key: one semaphore per route,
+// method or tenant. *Keyed implements it.
+type KeyedSemaphore interface {
+	// Acquire is Semaphore.Acquire on the semaphore of key.
+	Acquire(ctx context.Context, key string, opts ...AcquireOption) (*Permit, error)
+	// TryAcquire is Semaphore.TryAcquire on the semaphore of key.
+	TryAcquire(ctx context.Context, key string, opts ...AcquireOption) (*Permit, error)
+}
+
+// keyedBackend is what a keyed semaphore needs of each per-key semaphore.
+type keyedBackend interface {
+	Semaphore
+	SetLimit(ctx context.Context, limit int64) error
+	Stats(ctx context.Context) (Stats, error)
+}
+
+// Keyed hands out one semaphore per key, created on first use with the
+// default limit or the key's override (WithLimits, SetLimit). Memory stays
+// bounded when keys come from untrusted input: a key with no permit held and
+// no waiter in this process is idle, and only the WithMaxIdleKeys most
+// recently used idle keys are kept; older ones are dropped and created again
+// on next use. With the Redis backend the keys of an idle semaphore expire
+// in Redis one minute after its last lease or waiter would have.
+type Keyed struct {
+	def     int64
+	maxIdle int
+	newSem  func(key string, limit int64) keyedBackend
+	closeFn func() error
+
+	mu      sync.Mutex
+	entries map[string]*keyedEntry
+	idle    list.List // of *keyedEntry, most recently idle first
+	limits  map[string]int64
+	closed  bool
+}
+
+type keyedEntry struct {
+	k    *Keyed
+	key  string
+	sem  keyedBackend
+	refs int
+	elem *list.Element // in k.idle while refs == 0
+}
+
+var _ KeyedSemaphore = (*Keyed)(nil)
+
+// NewLocalKeyed returns in-process semaphores per key, each with
+// defaultLimit permits unless WithLimits or SetLimit says otherwise. It
+// panics if defaultLimit <= 0.
+func NewLocalKeyed(defaultLimit int64, opts ...Option) *Keyed {
+	cfg := buildConfig(opts)
+	return newKeyed(defaultLimit, cfg, func(key string, limit int64) keyedBackend {
+		return newLocal(key, limit, cfg)
+	}, nil)
+}
+
+func newKeyed(def int64, cfg config, newSem func(string, int64) keyedBackend, closeFn func() error) *Keyed {
+	if def <= 0 {
+		panic(fmt.Sprintf("core: keyed semaphore expects a default limit > 0, got %d", def))
+	}
+	limits := make(map[string]int64, len(cfg.limits))
+	for k, v := range cfg.limits {
+		if v <= 0 {
+			panic(fmt.Sprintf("core: WithLimits: limit %d of key %q must be positive", v, k))
+		}
+		limits[k] = v
+	}
+	return &Keyed{def: def, maxIdle: cfg.maxIdle, newSem: newSem, closeFn: closeFn,
+		entries: make(map[string]*keyedEntry), limits: limits}
+}
+
+// Acquire blocks until a permit of key's semaphore is granted; see
+// Semaphore.Acquire.
+func (k *Keyed) Acquire(ctx context.Context, key string, opts ...AcquireOption) (*Permit, error) {
+	return k.do(ctx, key, opts, false)
+}
+
+// TryAcquire takes a permit of key's semaphore if one is free at once; see
+// Semaphore.TryAcquire.
+func (k *Keyed) TryAcquire(ctx context.Context, key string, opts ...AcquireOption) (*Permit, error) {
+	return k.do(ctx, key, opts, true)
+}
+
+func (k *Keyed) do(ctx context.Context, key string, opts []AcquireOption, try bool) (*Permit, error) {
+	e, err := k.ref(key)
+	if err != nil {
+		return nil, err
+	}
+	var p *Permit
+	if try {
+		p, err = e.sem.TryAcquire(ctx, opts...)
+	} else {
+		p, err = e.sem.Acquire(ctx, opts...)
+	}
+	if err != nil {
+		k.unref(e)
+		return nil, err
+	}
+	return &Permit{owner: e, weight: p.weight, token: p.token, lost: p.lost, inner: p}, nil
+}
+
+func (e *keyedEntry) release(ctx context.Context, p *Permit) error {
+	err := p.inner.Release(ctx)
+	e.k.unref(e)
+	return err
+}
+
+func (k *Keyed) ref(key string) (*keyedEntry, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.closed {
+		return nil, ErrClosed
+	}
+	e := k.entries[key]
+	if e == nil {
+		limit, ok := k.limits[key]
+		if !ok {
+			limit = k.def
+		}
+		e = &keyedEntry{k: k, key: key, sem: k.newSem(key, limit)}
+		k.entries[key] = e
+	}
+	if e.elem != nil {
+		k.idle.Remove(e.elem)
+		e.elem = nil
+	}
+	e.refs++
+	return e, nil
+}
+
+func (k *Keyed) unref(e *keyedEntry) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	e.refs--
+	if e.refs > 0 || k.entries[e.key] != e {
+		return
+	}
+	e.elem = k.idle.PushFront(e)
+	for k.idle.Len() > k.maxIdle {
+		old := k.idle.Remove(k.idle.Back()).(*keyedEntry)
+		old.elem = nil
+		delete(k.entries, old.key)
+	}
+}
+
+// SetLimit changes the limit of key's semaphore for every process sharing
+// it (with the Redis backend the limit is stored in Redis and no longer
+// expires). The override also stays in this process for when the key is
+// created again.
+func (k *Keyed) SetLimit(ctx context.Context, key string, limit int64) error {
+	if limit <= 0 {
+		return invalid("limit %d of key %q must be positive", limit, key)
+	}
+	e, err := k.ref(key)
+	if err != nil {
+		return err
+	}
+	defer k.unref(e)
+	if err := e.sem.SetLimit(ctx, limit); err != nil {
+		return err
+	}
+	k.mu.Lock()
+	k.limits[key] = limit
+	k.mu.Unlock()
+	return nil
+}
+
+// Stats returns the state of key's semaphore.
+func (k *Keyed) Stats(ctx context.Context, key string) (Stats, error) {
+	e, err := k.ref(key)
+	if err != nil {
+		return Stats{}, err
+	}
+	defer k.unref(e)
+	return e.sem.Stats(ctx)
+}
+
+// Len returns the number of per-key semaphores kept in this process, busy
+// and idle.
+func (k *Keyed) Len() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return len(k.entries)
+}
+
+// Close fails later calls with ErrClosed and closes the backend: see
+// (*Redis).Close for what happens to permits held and calls queued. It is
+// safe to call more than once.
+func (k *Keyed) Close() error {
+	k.mu.Lock()
+	if k.closed {
+		k.mu.Unlock()
+		return nil
+	}
+	k.closed = true
+	entries := k.entries
+	k.mu.Unlock()
+	if k.closeFn != nil {
+		return k.closeFn()
+	}
+	for _, e := range entries {
+		if l, ok := e.sem.(*Local); ok {
+			_ = l.Close()
+		}
+	}
+	return nil
+}

@@ -1,0 +1,67 @@
+package core
+
+import "time"
+
+// EventKind tells what an Event reports.
+type EventKind int
+
+const (
+	// EventWait: an Acquire joined the queue.
+	EventWait EventKind = iota + 1
+	// EventAcquired: a permit was granted. Wait is the time spent queued.
+	EventAcquired
+	// EventAbandoned: a queued Acquire gave up (ctx ended, closed, failure).
+	// Wait is the time spent queued; Err says why.
+	EventAbandoned
+	// EventReleased: a permit was released. Wait is the time it was held.
+	EventReleased
+	// EventLost: a lease could not be kept.
+	EventLost
+	// EventBackendError: the backend failed. Err is the cause.
+	EventBackendError
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case EventWait:
+		return "wait"
+	case EventAcquired:
+		return "acquired"
+	case EventAbandoned:
+		return "abandoned"
+	case EventReleased:
+		return "released"
+	case EventLost:
+		return "lost"
+	case EventBackendError:
+		return "backend_error"
+	}
+	return "unknown"
+}
+
+// Event is what an Observer receives.
+type Event struct {
+	Kind   EventKind
+	Name   string // the semaphore's name, or the key of a keyed semaphore
+	Weight int64
+	Wait   time.Duration
+	Err    error
+}
+
+// Observer receives events from a semaphore. Implementations must be safe
+// for concurrent use and must not block.
+type Observer interface {
+	Observe(Event)
+}
+
+// ObserverFunc adapts a function to Observer.
+type ObserverFunc func(Event)
+
+// Observe calls f(e).
+func (f ObserverFunc) Observe(e Event) { f(e) }
+
+func (c *config) observe(e Event) {
+	if c.observer != nil {
+		c.observer.Observe(e)
+	}
+}

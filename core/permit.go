@@ -1,0 +1,82 @@
+package core
+
+import (
+	"context"
+	"sync/atomic"
+)
+
+// Semaphore hands out permits. Both backends (*Local and *Redis) implement it.
+type Semaphore interface {
+	// Acquire blocks until a permit of the requested weight is granted in
+	// FIFO order, ctx ends, or the backend fails. On success it returns a
+	// held *Permit. On failure it returns a nil permit and an error, and the
+	// semaphore is left as if Acquire had never been called.
+	Acquire(ctx context.Context, opts ...AcquireOption) (*Permit, error)
+	// TryAcquire never waits. It grants a permit only if the weight fits
+	// and nobody is queued; otherwise it returns an error matching
+	// ErrNoPermit.
+	TryAcquire(ctx context.Context, opts ...AcquireOption) (*Permit, error)
+}
+
+// Stats is a snapshot of a semaphore's state.
+type Stats struct {
+	Limit   int64 // the limit in force
+	InUse   int64 // the sum of the weights of the permits held
+	Waiting int64 // the number of queued Acquire calls
+}
+
+// releaser is the backend that owns a permit.
+type releaser interface {
+	release(ctx context.Context, p *Permit) error
+}
+
+// Permit is a held share of a semaphore. It is safe for concurrent use.
+type Permit struct {
+	owner    releaser
+	weight   int64
+	token    int64
+	id       string        // backend handle (Redis member); empty for Local
+	ttl      int64         // lease in milliseconds (Redis)
+	lost     chan struct{} // nil: the lease can never be lost
+	inner    *Permit       // the backend's permit, for a Keyed permit
+	released atomic.Bool
+}
+
+// Weight returns the number of permits held.
+func (p *Permit) Weight() int64 { return p.weight }
+
+// Token returns the fencing token of this grant. Tokens strictly increase
+// with every grant of the same semaphore, across all processes sharing it,
+// so a resource guarded by the semaphore can reject a writer whose token is
+// older than one it has already seen. A permit granted by a fail-open or
+// local fallback policy has token 0.
+func (p *Permit) Token() int64 { return p.token }
+
+// Lost returns a channel that is closed when the lease could not be kept:
+// renewal failed for longer than the lease TTL, the backend reported the
+// lease gone, or the semaphore was closed while the permit was held. A
+// permit from the in-process backend is never lost; its channel is never
+// closed.
+func (p *Permit) Lost() <-chan struct{} { return p.lost }
+
+// Release gives the permit back. Only the first call does anything; later
+// calls return nil. The first call returns ErrNotHeld (wrapped) if the lease
+// had already expired, or an ErrUnavailable error if the backend could not be
+// reached; in both cases the permit no longer counts for this process and
+// the backend reclaims it when its lease ends. Release does not depend on
+// ctx being live for the local part of the work; use a ctx that outlives the
+// request (context.WithoutCancel plus a timeout) for the backend round trip.
+func (p *Permit) Release(ctx context.Context) error {
+	if p == nil || !p.released.CompareAndSwap(false, true) {
+		return nil
+	}
+	return p.owner.release(ctx, p)
+}
+
+// Released reports whether Release has been called.
+func (p *Permit) Released() bool { return p.released.Load() }
+
+// nopOwner backs permits granted without a backend (fail open).
+type nopOwner struct{}
+
+func (nopOwner) release(context.Context, *Permit) error { return nil }

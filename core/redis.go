@@ -1,0 +1,80 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"unicode"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Redis is a semaphore shared by every process that uses the same Redis,
+// key prefix and name. See the package documentation for its guarantees.
+type Redis struct {
+	b        *redisBackend
+	name     string
+	keys     []string
+	limit    int64 // configured; the limit stored in Redis wins
+	owned    bool  // Close closes b
+	fallback *Local
+}
+
+var _ Semaphore = (*Redis)(nil)
+
+// NewRedis returns the semaphore name of limit permits on Redis. client may
+// be a standalone, Sentinel failover or Cluster client; all keys of one
+// semaphore share the hash tag {name}. It panics on a nil client, a limit
+// <= 0, or a name that is empty or contains '{', '}' or white space.
+//
+// The limit lives in Redis. The first process to use the semaphore stores
+// its configured limit; a process configured with a different limit adopts
+// the stored one (Stats reports it), so processes never disagree and never
+// overbook. SetLimit changes it for everyone.
+//
+// NewRedis starts no goroutine; the first Acquire that has to wait starts
+// one pub/sub listener and one renewal loop, which Close stops.
+func NewRedis(client redis.UniversalClient, name string, limit int64, opts ...Option) *Redis {
+	cfg := buildConfig(opts)
+	b := newRedisBackend(client, cfg)
+	checkName(name)
+	return b.semaphore(name, limit, true)
+}
+
+// NewRedisKeyed returns one Redis semaphore per key, named name + ":" + key,
+// all sharing one pub/sub listener and one renewal loop. Keys may come from
+// untrusted input: a key that is long or has characters that are unsafe in
+// a Redis key is replaced by a hash of it. See Keyed for the memory bound.
+func NewRedisKeyed(client redis.UniversalClient, name string, defaultLimit int64, opts ...Option) *Keyed {
+	cfg := buildConfig(opts)
+	b := newRedisBackend(client, cfg)
+	checkName(name)
+	return newKeyed(defaultLimit, cfg, func(key string, limit int64) keyedBackend {
+		return b.semaphore(name+":"+safeKey(key), limit, false)
+	}, b.close)
+}
+
+func checkName(name string) {
+	if name == "" {
+		panic("core: semaphore name must not be empty")
+	}
+	if i := strings.IndexFunc(name, func(r rune) bool { return r == '{' || r == '}' || unicode.IsSpace(r) }); i >= 0 {
+		panic(fmt.Sprintf("core: semaphore name %q must not contain '{', '}' or white space", name))
+	}
+}
+
+// Acquire blocks until the permits are granted in FIFO order across every
+// process, ctx ends, the semaphore is closed or the backend fails (then the
+// failure policy decides). No connection is held while it waits: the
+// releasing script hands the permit over and the waiting process is told
+// by pub/sub. If ctx ends, the waiter leaves the Redis queue at once, and a
+// grant that raced it is passed on to the next waiter.
+func (s *Redis) Acquire(ctx context.Context, opts ...AcquireOption) (*Permit, error) {
+	return s.acquire(ctx, false, opts)
+}
+
+// TryAcquire grants the permits only if they are free and nobody is queued,
+// in one round trip; otherwise it returns an ErrNoPermit error.
+func (s *Redis) TryAcquire(ctx context.Context, opts ...AcquireOption) (*Permit, error) {
+	return s.acquire(ctx, true, opts)
+}
