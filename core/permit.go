@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"sync/atomic"
+	"time"
 )
 
 // Semaphore hands out permits. Both backends (*Local and *Redis) implement it.
@@ -39,6 +40,7 @@ type Permit struct {
 	ttl      int64         // lease in milliseconds (Redis)
 	lost     chan struct{} // nil: the lease can never be lost
 	inner    *Permit       // the backend's permit, for a Keyed permit
+	grantUS  int64         // Redis TIME of the grant in microseconds
 	released atomic.Bool
 }
 
@@ -51,6 +53,15 @@ func (p *Permit) Weight() int64 { return p.weight }
 // older than one it has already seen. A permit granted by a fail-open or
 // local fallback policy has token 0.
 func (p *Permit) Token() int64 { return p.token }
+
+// GrantedAt returns the Redis server time at which the permit was granted,
+// or the zero time for a permit of the in-process backend or a fallback.
+func (p *Permit) GrantedAt() time.Time {
+	if p.grantUS == 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(p.grantUS)
+}
 
 // Lost returns a channel that is closed when the lease could not be kept:
 // renewal failed for longer than the lease TTL, the backend reported the

@@ -1,0 +1,213 @@
+package admit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/distsem/distsem/core"
+)
+
+// ErrTooManyWaiting is the cause of a NoCapacity rejection when WithMaxWaiting
+// requests of the same key were already waiting. It matches core.ErrNoPermit.
+var ErrTooManyWaiting = fmt.Errorf("admit: too many requests waiting: %w", core.ErrNoPermit)
+
+// Controller admits requests by key. It is safe for concurrent use; one
+// Controller may serve any number of handlers.
+type Controller struct {
+	sem core.KeyedSemaphore
+	o   options
+
+	mu      sync.Mutex
+	waiting map[string]int // keys with at least one waiter in this process
+}
+
+// New returns a Controller that takes permits from sem. It panics if sem is
+// nil or an option is out of range (a negative wait, waiting bound or
+// release timeout).
+func New(sem core.KeyedSemaphore, opts ...Option) *Controller {
+	if sem == nil {
+		panic("admit: New expects a non-nil semaphore")
+	}
+	o := defaultOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	switch {
+	case o.maxWait < 0:
+		panic(fmt.Sprintf("admit: WithMaxWait expects d >= 0, got %v", o.maxWait))
+	case o.maxWaiting < 0:
+		panic(fmt.Sprintf("admit: WithMaxWaiting expects n >= 0, got %d", o.maxWaiting))
+	case o.releaseTimeout <= 0:
+		panic(fmt.Sprintf("admit: WithReleaseTimeout expects d > 0, got %v", o.releaseTimeout))
+	}
+	return &Controller{sem: sem, o: o, waiting: make(map[string]int)}
+}
+
+// Acquire admits one request of key. ctx is the request's context: if it
+// ends first, the request is rejected with ClientGone and holds nothing.
+//
+// On success it returns a Ticket that the caller must Release once, when
+// the request is done. On failure it returns the zero Ticket and a
+// *Rejection (always that type), and the semaphore is left as if Acquire had
+// not been called. See the package documentation for how long it waits.
+func (c *Controller) Acquire(ctx context.Context, key string) (Ticket, error) {
+	obs := c.o.observer
+	var start time.Time
+	if obs != nil {
+		start = time.Now()
+	}
+	p, err := c.sem.TryAcquire(ctx, key)
+	if err == nil {
+		return c.admitted(key, p, start, false), nil
+	}
+	if c.o.maxWait == 0 || !errors.Is(err, core.ErrNoPermit) {
+		return Ticket{}, c.reject(ctx, key, err, start, false)
+	}
+	if !c.enqueue(key) {
+		return Ticket{}, c.reject(ctx, key, ErrTooManyWaiting, start, false)
+	}
+	if obs != nil {
+		obs.Observe(Event{Kind: EventQueued, Key: key})
+	}
+	wctx, cancel := context.WithTimeout(ctx, c.o.maxWait)
+	p, err = c.sem.Acquire(wctx, key)
+	cancel()
+	c.dequeue(key)
+	if err != nil {
+		return Ticket{}, c.reject(ctx, key, err, start, true)
+	}
+	return c.admitted(key, p, start, true), nil
+}
+
+func (c *Controller) admitted(key string, p *core.Permit, start time.Time, queued bool) Ticket {
+	t := Ticket{c: c, p: p, key: key}
+	if obs := c.o.observer; obs != nil {
+		t.at = time.Now()
+		if queued {
+			obs.Observe(Event{Kind: EventDequeued, Key: key})
+		}
+		obs.Observe(Event{Kind: EventAdmitted, Key: key, Wait: t.at.Sub(start)})
+	}
+	return t
+}
+
+func (c *Controller) reject(ctx context.Context, key string, err error, start time.Time, queued bool) error {
+	r := &Rejection{Reason: classify(ctx, err), Key: key, Err: err}
+	if obs := c.o.observer; obs != nil {
+		if queued {
+			obs.Observe(Event{Kind: EventDequeued, Key: key})
+		}
+		obs.Observe(Event{Kind: EventRejected, Key: key, Reason: r.Reason, Wait: time.Since(start), Err: err})
+	}
+	return r
+}
+
+// classify sorts a failed acquire. The request's own context is checked
+// first: once it has ended, whatever the semaphore said, the client is gone.
+func classify(ctx context.Context, err error) Reason {
+	switch {
+	case ctx.Err() != nil:
+		return ClientGone
+	case errors.Is(err, core.ErrNoPermit), errors.Is(err, context.DeadlineExceeded):
+		return NoCapacity
+	}
+	return Unavailable
+}
+
+func (c *Controller) enqueue(key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.waiting[key]
+	if n >= c.o.maxWaiting {
+		return false
+	}
+	c.waiting[key] = n + 1
+	return true
+}
+
+func (c *Controller) dequeue(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n := c.waiting[key] - 1; n > 0 {
+		c.waiting[key] = n
+	} else {
+		delete(c.waiting, key) // only keys with waiters use memory
+	}
+}
+
+// Waiting returns how many requests of key are waiting in this process.
+func (c *Controller) Waiting(key string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.waiting[key]
+}
+
+// Ticket is an admitted request's hold on its permit. The zero Ticket holds
+// nothing. A Ticket is a small value: copy it freely, but Release it once.
+type Ticket struct {
+	c   *Controller
+	p   *core.Permit
+	key string
+	at  time.Time // when admitted; set only when there is an observer
+}
+
+// Permit returns the permit held, or nil for the zero Ticket.
+func (t Ticket) Permit() *core.Permit { return t.p }
+
+// Key returns the key the ticket was admitted under.
+func (t Ticket) Key() string { return t.key }
+
+// Release gives the permit back. ctx is the request's context; it may
+// already be cancelled: a permit with a lease is released with
+// context.WithoutCancel(ctx) bounded by WithReleaseTimeout. Release must be
+// called once per admitted request; the permit itself tolerates more calls
+// (they do nothing and return nil), but concurrent extra calls may report
+// EventReleased twice. The error, if any, comes from core.Permit.Release and
+// is also reported in EventReleased: the backend reclaims a permit whose
+// release failed when its lease ends.
+func (t Ticket) Release(ctx context.Context) error {
+	p := t.p
+	if p == nil || p.Released() {
+		return nil
+	}
+	var err error
+	if p.Lost() == nil {
+		// No lease, so no backend round trip: ctx is not used.
+		err = p.Release(ctx)
+	} else {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.c.o.releaseTimeout)
+		err = p.Release(rctx)
+		cancel()
+	}
+	if obs := t.c.o.observer; obs != nil {
+		select {
+		case <-p.Lost():
+			obs.Observe(Event{Kind: EventLost, Key: t.key})
+		default:
+		}
+		obs.Observe(Event{Kind: EventReleased, Key: t.key, Wait: time.Since(t.at), Err: err})
+	}
+	return err
+}
+
+// Global returns a KeyedSemaphore that ignores the key: every key shares the
+// one limit of sem. Use it to give an adapter a single global limit.
+func Global(sem core.Semaphore) core.KeyedSemaphore {
+	if sem == nil {
+		panic("admit: Global expects a non-nil semaphore")
+	}
+	return global{sem}
+}
+
+type global struct{ s core.Semaphore }
+
+func (g global) Acquire(ctx context.Context, _ string, opts ...core.AcquireOption) (*core.Permit, error) {
+	return g.s.Acquire(ctx, opts...)
+}
+
+func (g global) TryAcquire(ctx context.Context, _ string, opts ...core.AcquireOption) (*core.Permit, error) {
+	return g.s.TryAcquire(ctx, opts...)
+}

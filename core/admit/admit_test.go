@@ -1,0 +1,366 @@
+package admit_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/admit"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// recorder is an Observer that keeps every event.
+type recorder struct {
+	mu     sync.Mutex
+	events []admit.Event
+}
+
+func (r *recorder) Observe(e admit.Event) {
+	r.mu.Lock()
+	r.events = append(r.events, e)
+	r.mu.Unlock()
+}
+
+func (r *recorder) kinds() []admit.EventKind {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var ks []admit.EventKind
+	for _, e := range r.events {
+		ks = append(ks, e.Kind)
+	}
+	return ks
+}
+
+func inUse(t *testing.T, sem *core.Keyed, key string) int64 {
+	t.Helper()
+	st, err := sem.Stats(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.InUse
+}
+
+func rejection(t *testing.T, err error) *admit.Rejection {
+	t.Helper()
+	var rej *admit.Rejection
+	if !errors.As(err, &rej) {
+		t.Fatalf("error %v is not a *admit.Rejection", err)
+	}
+	return rej
+}
+
+func TestAdmitAndRelease(t *testing.T) {
+	sem := core.NewLocalKeyed(1)
+	rec := &recorder{}
+	ctl := admit.New(sem, admit.WithObserver(rec))
+	tk, err := ctl.Acquire(t.Context(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.Key() != "a" || tk.Permit() == nil {
+		t.Fatalf("ticket = %+v", tk)
+	}
+	if got := inUse(t, sem, "a"); got != 1 {
+		t.Fatalf("in use = %d, want 1", got)
+	}
+	if err := tk.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := tk.Release(t.Context()); err != nil { // a second call does nothing
+		t.Fatal(err)
+	}
+	if got := inUse(t, sem, "a"); got != 0 {
+		t.Fatalf("in use after release = %d, want 0", got)
+	}
+	want := []admit.EventKind{admit.EventAdmitted, admit.EventReleased}
+	if got := rec.kinds(); !slices.Equal(got, want) {
+		t.Fatalf("events = %v, want %v", got, want)
+	}
+	if err := (admit.Ticket{}).Release(t.Context()); err != nil {
+		t.Fatalf("zero ticket release = %v", err)
+	}
+}
+
+func TestNoWaitRejectsAtOnce(t *testing.T) {
+	sem := core.NewLocalKeyed(1)
+	rec := &recorder{}
+	ctl := admit.New(sem, admit.WithObserver(rec))
+	tk, err := ctl.Acquire(t.Context(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tk.Release(t.Context())
+	_, err = ctl.Acquire(t.Context(), "a")
+	rej := rejection(t, err)
+	if rej.Reason != admit.NoCapacity || !errors.Is(err, core.ErrNoPermit) || rej.Key != "a" {
+		t.Fatalf("rejection = %+v (%v), want NoCapacity matching ErrNoPermit", rej, err)
+	}
+	// Another key has its own limit.
+	tk2, err := ctl.Acquire(t.Context(), "b")
+	if err != nil {
+		t.Fatalf("key b: %v", err)
+	}
+	tk2.Release(t.Context())
+	want := []admit.EventKind{admit.EventAdmitted, admit.EventRejected, admit.EventAdmitted, admit.EventReleased}
+	if got := rec.kinds(); !slices.Equal(got, want) {
+		t.Fatalf("events = %v, want %v", got, want)
+	}
+}
+
+func TestWaitIsGrantedOnRelease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sem := core.NewLocalKeyed(1)
+		rec := &recorder{}
+		ctl := admit.New(sem, admit.WithMaxWait(time.Minute), admit.WithObserver(rec))
+		held, err := ctl.Acquire(t.Context(), "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error)
+		go func() {
+			tk, err := ctl.Acquire(t.Context(), "k")
+			if err == nil {
+				err = tk.Release(t.Context())
+			}
+			done <- err
+		}()
+		synctest.Wait() // the second request is queued
+		if n := ctl.Waiting("k"); n != 1 {
+			t.Fatalf("waiting = %d, want 1", n)
+		}
+		time.Sleep(3 * time.Second) // fake time: the wait lasts 3s
+		held.Release(t.Context())
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if n := ctl.Waiting("k"); n != 0 {
+			t.Fatalf("waiting after = %d, want 0", n)
+		}
+		want := []admit.EventKind{admit.EventAdmitted, admit.EventQueued, admit.EventReleased,
+			admit.EventDequeued, admit.EventAdmitted, admit.EventReleased}
+		if got := rec.kinds(); !slices.Equal(got, want) {
+			t.Fatalf("events = %v, want %v", got, want)
+		}
+		if w := rec.events[4].Wait; w != 3*time.Second {
+			t.Fatalf("wait = %v, want 3s", w)
+		}
+		if h := rec.events[2].Wait; h != 3*time.Second {
+			t.Fatalf("held = %v, want 3s", h)
+		}
+	})
+}
+
+func TestMaxWaitPasses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sem := core.NewLocalKeyed(1)
+		ctl := admit.New(sem, admit.WithMaxWait(250*time.Millisecond))
+		held, _ := ctl.Acquire(t.Context(), "k")
+		defer held.Release(t.Context())
+		start := time.Now()
+		_, err := ctl.Acquire(t.Context(), "k")
+		rej := rejection(t, err)
+		if rej.Reason != admit.NoCapacity || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("rejection = %v, want NoCapacity after the deadline", err)
+		}
+		if d := time.Since(start); d != 250*time.Millisecond {
+			t.Fatalf("waited %v, want 250ms", d)
+		}
+		if got := inUse(t, sem, "k"); got != 1 {
+			t.Fatalf("in use = %d, want 1 (only the holder)", got)
+		}
+	})
+}
+
+func TestMaxWaitingRejectsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sem := core.NewLocalKeyed(1)
+		ctl := admit.New(sem, admit.WithMaxWait(time.Minute), admit.WithMaxWaiting(1))
+		heldK, _ := ctl.Acquire(t.Context(), "k")
+		heldO, _ := ctl.Acquire(t.Context(), "other")
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		wait := func(key string) {
+			_, err := ctl.Acquire(ctx, key)
+			done <- err
+		}
+		go wait("k")
+		synctest.Wait()
+		start := time.Now()
+		_, err := ctl.Acquire(t.Context(), "k")
+		if rej := rejection(t, err); rej.Reason != admit.NoCapacity || !errors.Is(err, admit.ErrTooManyWaiting) {
+			t.Fatalf("rejection = %v, want ErrTooManyWaiting", err)
+		}
+		if time.Since(start) != 0 {
+			t.Fatal("a full queue must reject without waiting")
+		}
+		go wait("other") // another key has its own queue
+		synctest.Wait()
+		if n := ctl.Waiting("other"); n != 1 {
+			t.Fatalf("waiting on other = %d, want 1", n)
+		}
+		cancel()
+		for range 2 {
+			if rej := rejection(t, <-done); rej.Reason != admit.ClientGone {
+				t.Fatalf("waiter: %v, want ClientGone", rej)
+			}
+		}
+		heldK.Release(t.Context())
+		heldO.Release(t.Context())
+		if n := ctl.Waiting("k") + ctl.Waiting("other"); n != 0 {
+			t.Fatalf("waiting = %d, want 0", n)
+		}
+	})
+}
+
+func TestClientGone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sem := core.NewLocalKeyed(1)
+		rec := &recorder{}
+		ctl := admit.New(sem, admit.WithMaxWait(time.Minute), admit.WithObserver(rec))
+		held, _ := ctl.Acquire(t.Context(), "k")
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() {
+			_, err := ctl.Acquire(ctx, "k")
+			done <- err
+		}()
+		synctest.Wait()
+		cancel()
+		err := <-done
+		if rej := rejection(t, err); rej.Reason != admit.ClientGone || !errors.Is(err, context.Canceled) {
+			t.Fatalf("rejection = %v, want ClientGone wrapping context.Canceled", err)
+		}
+		held.Release(t.Context())
+		if got := inUse(t, sem, "k"); got != 0 {
+			t.Fatalf("in use = %d, want 0", got)
+		}
+		// A request whose context has already ended never takes a permit,
+		// even a free one.
+		_, err = ctl.Acquire(ctx, "k")
+		if rej := rejection(t, err); rej.Reason != admit.ClientGone {
+			t.Fatalf("rejection = %v, want ClientGone", err)
+		}
+		if got := inUse(t, sem, "k"); got != 0 {
+			t.Fatalf("in use = %d, want 0", got)
+		}
+	})
+}
+
+func TestClientDeadlineShorterThanMaxWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sem := core.NewLocalKeyed(1)
+		ctl := admit.New(sem, admit.WithMaxWait(time.Minute))
+		held, _ := ctl.Acquire(t.Context(), "k")
+		defer held.Release(t.Context())
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		_, err := ctl.Acquire(ctx, "k")
+		if rej := rejection(t, err); rej.Reason != admit.ClientGone {
+			t.Fatalf("rejection = %v, want ClientGone: the request's own deadline passed", err)
+		}
+	})
+}
+
+func TestUnavailable(t *testing.T) {
+	sem := core.NewLocalKeyed(1)
+	ctl := admit.New(sem)
+	sem.Close()
+	_, err := ctl.Acquire(t.Context(), "k")
+	if rej := rejection(t, err); rej.Reason != admit.Unavailable || !errors.Is(err, core.ErrClosed) {
+		t.Fatalf("rejection = %v, want Unavailable wrapping ErrClosed", err)
+	}
+	down := failing{fmt.Errorf("%w: dial tcp: connection refused", core.ErrUnavailable)}
+	_, err = admit.New(down, admit.WithMaxWait(time.Second)).Acquire(t.Context(), "k")
+	if rej := rejection(t, err); rej.Reason != admit.Unavailable || !errors.Is(err, core.ErrUnavailable) {
+		t.Fatalf("rejection = %v, want Unavailable", err)
+	}
+}
+
+// failing is a semaphore whose backend is down.
+type failing struct{ err error }
+
+func (f failing) Acquire(context.Context, string, ...core.AcquireOption) (*core.Permit, error) {
+	return nil, f.err
+}
+
+func (f failing) TryAcquire(context.Context, string, ...core.AcquireOption) (*core.Permit, error) {
+	return nil, f.err
+}
+
+func TestReleaseAfterCancel(t *testing.T) {
+	sem := core.NewLocalKeyed(1)
+	ctl := admit.New(sem)
+	ctx, cancel := context.WithCancel(t.Context())
+	tk, err := ctl.Acquire(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := tk.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := inUse(t, sem, "k"); got != 0 {
+		t.Fatalf("in use = %d, want 0", got)
+	}
+}
+
+func TestGlobalSharesOneLimit(t *testing.T) {
+	local := core.NewLocal(1)
+	ctl := admit.New(admit.Global(local))
+	tk, err := ctl.Acquire(t.Context(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ctl.Acquire(t.Context(), "b"); rejection(t, err).Reason != admit.NoCapacity {
+		t.Fatalf("key b: %v, want NoCapacity: the limit is global", err)
+	}
+	tk.Release(t.Context())
+	st, _ := local.Stats(t.Context())
+	if st.InUse != 0 {
+		t.Fatalf("in use = %d, want 0", st.InUse)
+	}
+}
+
+func TestNewPanics(t *testing.T) {
+	for name, f := range map[string]func(){
+		"nil sem":     func() { admit.New(nil) },
+		"nil global":  func() { admit.Global(nil) },
+		"neg wait":    func() { admit.New(core.NewLocalKeyed(1), admit.WithMaxWait(-1)) },
+		"neg waiting": func() { admit.New(core.NewLocalKeyed(1), admit.WithMaxWaiting(-1)) },
+		"no timeout":  func() { admit.New(core.NewLocalKeyed(1), admit.WithReleaseTimeout(0)) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			defer func() {
+				if recover() == nil {
+					t.Fatal("no panic")
+				}
+			}()
+			f()
+		})
+	}
+}
+
+func TestStrings(t *testing.T) {
+	for _, c := range []struct{ got, want string }{
+		{admit.NoCapacity.String(), "no_capacity"},
+		{admit.Unavailable.String(), "unavailable"},
+		{admit.ClientGone.String(), "client_gone"},
+		{admit.EventLost.String(), "lost"},
+		{(&admit.Rejection{Reason: admit.NoCapacity, Key: "k", Err: core.ErrNoPermit}).Error(),
+			`admit: no_capacity for key "k": core: no permit available`},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+}
+

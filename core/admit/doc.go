@@ -1,0 +1,58 @@
+// Package admit is the admission logic shared by the HTTP, gRPC and Echo
+// adapters (httpmw, grpcmw, echomw): it maps a request's key to a permit of
+// a keyed semaphore, bounds how long and how many requests may wait, sorts
+// every failure into one of three rejection reasons, and reports what
+// happens to an Observer.
+//
+// A Controller does the work:
+//
+//	sem := core.NewLocalKeyed(10, core.WithLimits(map[string]int64{"GET /slow": 2}))
+//	ctl := admit.New(sem, admit.WithMaxWait(500*time.Millisecond))
+//
+//	t, err := ctl.Acquire(r.Context(), "GET /slow")
+//	if err != nil {
+//		rej := err.(*admit.Rejection) // NoCapacity, Unavailable or ClientGone
+//		...
+//	}
+//	defer t.Release(r.Context())
+//
+// # One limit or one limit per key
+//
+// Controllers and adapters take a core.KeyedSemaphore. For per-route or
+// per-method limits pass a *core.Keyed (core.NewLocalKeyed or
+// core.NewRedisKeyed, with core.WithLimits for overrides). For one limit
+// shared by every key wrap a core.Semaphore with Global, which ignores the
+// key; keys then still name the requests in observer events.
+//
+// # Waiting
+//
+// Acquire first tries to take a permit without waiting (one round trip with
+// the Redis backend). If none is free and WithMaxWait allows waiting, it
+// joins the semaphore's FIFO queue with a context.WithTimeout derived from
+// the request's context, unless WithMaxWaiting requests of the same key are
+// already waiting in this process: then it is rejected at once. So a
+// saturated key costs one extra round trip, and an unsaturated key exactly
+// one acquire and one release script.
+//
+// # Outcomes
+//
+// Acquire returns a Ticket, or a *Rejection whose Reason says why:
+//
+//   - NoCapacity: no permit was free and the request could not wait, the
+//     wait queue of its key was full, or WithMaxWait passed. The error
+//     matches core.ErrNoPermit.
+//   - Unavailable: the backend failed (under core.FailClosed) or the
+//     semaphore was closed; the cause is wrapped.
+//   - ClientGone: the request's own context ended first. No permit is held.
+//
+// Rejections carry the backend's error for logs; adapters never show its
+// text to clients.
+//
+// # Release
+//
+// Ticket.Release gives the permit back with context.WithoutCancel of the
+// request context plus WithReleaseTimeout, so a request cancelled by its
+// client still releases its permit at once instead of leaking it until its
+// lease expires. A permit without a lease (the in-process backend) is
+// released with no round trip and no allocation.
+package admit

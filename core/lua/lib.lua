@@ -1,0 +1,139 @@
+-- Shared prelude of every distsem script. KEYS (all under one hash tag):
+--   1 M   hash: limit, used, tok (fencing token), qseq (queue order), pinned
+--   2 H   zset: holder id -> lease expiry (ms, Redis TIME)
+--   3 HI  hash: holder id -> "weight:token"
+--   4 Q   zset: waiter id -> arrival sequence (FIFO order)
+--   5 QI  hash: waiter id -> "weight:ttl_ms:channel"
+--   6 QE  zset: waiter id -> liveness expiry (ms)
+-- ARGV[1] is the caller's configured limit, ARGV[2] its notification channel.
+local M, H, HI, Q, QI, QE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local mychan = ARGV[2]
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local GRACE = 60000 -- keys outlive the last lease or waiter by this much
+
+-- The limit stored in Redis wins; the first user stores its own. The token
+-- counter starts at the server time in microseconds, so tokens keep
+-- increasing even if the idle keys expired and were created again.
+local m = redis.call('HMGET', M, 'limit', 'used', 'tok')
+local limit = tonumber(m[1])
+local used = tonumber(m[2]) or 0
+if not limit then
+  limit = tonumber(ARGV[1])
+  redis.call('HSET', M, 'limit', limit)
+end
+if not m[3] then
+  redis.call('HSET', M, 'tok', now_us)
+end
+
+-- Lua 5.1 prints large numbers in exponent form: format integers exactly.
+local function int(x) return string.format('%d', x) end
+
+local notes = {}
+local function note(ch, id, tok)
+  local l = notes[ch]
+  if not l then l = {}; notes[ch] = l end
+  l[#l + 1] = id .. ':' .. int(tok) .. ':' .. int(now_us)
+end
+
+-- A waiter stays queued for 2/3 of its lease TTL after each heartbeat (sent
+-- every TTL/3), so a dead process's waiters always leave the queue before
+-- the leases renewed by its last heartbeat end.
+local function alive(ttl) return now + math.floor(ttl * 2 / 3) end
+
+local function weight_of(info)
+  return tonumber(string.match(info, '^(%d+):'))
+end
+
+-- Drop expired holders (their permits come back) and dead waiters.
+local function purge()
+  local gone = redis.call('ZRANGEBYSCORE', H, '-inf', now)
+  if #gone > 0 then
+    for _, id in ipairs(gone) do
+      local info = redis.call('HGET', HI, id)
+      if info then used = used - weight_of(info) end
+      redis.call('HDEL', HI, id)
+    end
+    redis.call('ZREMRANGEBYSCORE', H, '-inf', now)
+  end
+  local dead = redis.call('ZRANGEBYSCORE', QE, '-inf', now)
+  if #dead > 0 then
+    for _, id in ipairs(dead) do
+      redis.call('ZREM', Q, id)
+      redis.call('HDEL', QI, id)
+    end
+    redis.call('ZREMRANGEBYSCORE', QE, '-inf', now)
+  end
+  if used < 0 then used = 0 end
+end
+
+local function hold(id, w, ttl)
+  used = used + w
+  local tok = redis.call('HINCRBY', M, 'tok', 1)
+  redis.call('ZADD', H, now + ttl, id)
+  redis.call('HSET', HI, id, int(w) .. ':' .. int(tok))
+  return tok
+end
+
+-- Grant to the head of the queue while it fits (strict FIFO: a head that
+-- does not fit blocks everyone behind it). A head heavier than the limit
+-- can never fit and is told so with token -1.
+local function grant()
+  while true do
+    local head = redis.call('ZRANGE', Q, 0, 0)
+    if #head == 0 then return end
+    local id = head[1]
+    local info = redis.call('HGET', QI, id)
+    if info then
+      local w, ttl, ch = string.match(info, '^(%d+):(%d+):(.*)$')
+      w = tonumber(w)
+      if w <= limit and used + w > limit then return end
+      redis.call('ZREM', Q, id)
+      redis.call('HDEL', QI, id)
+      redis.call('ZREM', QE, id)
+      if w > limit then
+        note(ch, id, -1)
+      else
+        note(ch, id, hold(id, w, tonumber(ttl)))
+      end
+    else
+      redis.call('ZREM', Q, id)
+      redis.call('ZREM', QE, id)
+    end
+  end
+end
+
+-- Milliseconds until the earliest holder lease ends, or -1 if none.
+local function next_expiry()
+  local h = redis.call('ZRANGE', H, 0, 0, 'WITHSCORES')
+  if #h == 0 then return -1 end
+  return tonumber(h[2]) - now
+end
+
+-- Store the count, refresh the idle expiry of every key, publish the
+-- grants of other processes and return those of the caller's process.
+local function finish()
+  redis.call('HSET', M, 'used', used)
+  local last = now
+  local h = redis.call('ZRANGE', H, -1, -1, 'WITHSCORES')
+  if #h > 0 then last = math.max(last, tonumber(h[2])) end
+  local q = redis.call('ZRANGE', QE, -1, -1, 'WITHSCORES')
+  if #q > 0 then last = math.max(last, tonumber(q[2])) end
+  local ttl = last - now + GRACE
+  for _, k in ipairs({H, HI, Q, QI, QE}) do redis.call('PEXPIRE', k, ttl) end
+  if redis.call('HGET', M, 'pinned') then
+    redis.call('PERSIST', M)
+  else
+    redis.call('PEXPIRE', M, ttl)
+  end
+  local mine = {}
+  for ch, l in pairs(notes) do
+    if ch == mychan then
+      mine = l
+    else
+      redis.call('PUBLISH', ch, table.concat(l, ','))
+    end
+  end
+  return mine
+end

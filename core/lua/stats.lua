@@ -1,0 +1,4 @@
+-- ARGV: limit, channel. Returns {used, waiting, limit, notes}.
+purge()
+grant()
+return {used, redis.call('ZCARD', Q), limit, finish(), now_us}

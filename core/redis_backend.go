@@ -1,0 +1,286 @@
+package core
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// redisBackend is the per-process machinery shared by the Redis semaphores
+// of one constructor: one pub/sub subscription on this process's own
+// channel, and one loop that renews every lease and keeps every waiter
+// alive. No goroutine runs until a permit is held or a waiter queues.
+type redisBackend struct {
+	client  redis.UniversalClient
+	cfg     config
+	channel string // where scripts publish this process's grants
+
+	subMu  sync.Mutex // serialises subscribing
+	mu     sync.Mutex
+	subbed bool
+	pubsub *redis.PubSub
+	// waiters are the Acquire calls of this process that a grant note may
+	// name, by waiter id; sems tracks, per semaphore, what the loop renews.
+	waiters map[string]*redisWaiter
+	sems    map[*Redis]*semTrack
+	looping bool
+	closed  bool
+
+	wake chan struct{}
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+type semTrack struct {
+	held     map[*Permit]time.Time   // permit -> local estimate of lease end
+	waiting  map[string]*redisWaiter // queued in Redis (after the script said so)
+	nextBeat time.Time
+	reapAt   time.Time // earliest lease end seen, while waiting; zero if none
+}
+
+type redisWaiter struct {
+	s   *Redis
+	id  string
+	ttl time.Duration
+	ch  chan grantNote // buffered: the single note that ends the wait
+}
+
+func newRedisBackend(client redis.UniversalClient, cfg config) *redisBackend {
+	if client == nil {
+		panic("core: NewRedis expects a non-nil client")
+	}
+	if strings.ContainsAny(cfg.prefix, "{}") {
+		panic(fmt.Sprintf("core: key prefix %q must not contain '{' or '}'", cfg.prefix))
+	}
+	if cfg.leaseTTL < minLeaseTTL {
+		panic(fmt.Sprintf("core: lease TTL %v is below the minimum %v", cfg.leaseTTL, minLeaseTTL))
+	}
+	return &redisBackend{
+		client:  client,
+		cfg:     cfg,
+		channel: cfg.prefix + "notify:" + rand.Text(),
+		waiters: make(map[string]*redisWaiter),
+		sems:    make(map[*Redis]*semTrack),
+		wake:    make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+	}
+}
+
+func (b *redisBackend) semaphore(name string, limit int64, owned bool) *Redis {
+	if limit <= 0 {
+		panic(fmt.Sprintf("core: NewRedis expects limit > 0, got %d", limit))
+	}
+	tag := b.cfg.prefix + "{" + name + "}:"
+	s := &Redis{b: b, name: name, label: name, limit: limit, owned: owned,
+		keys: []string{tag + "m", tag + "h", tag + "hi", tag + "q", tag + "qi", tag + "qe"}}
+	if b.cfg.policy.mode == 2 {
+		s.fallback = newLocal(name, b.cfg.policy.fallback, b.cfg)
+	}
+	return s
+}
+
+// listen subscribes to this process's channel once, before the first wait,
+// so that no grant can be published before anyone listens.
+func (b *redisBackend) listen(ctx context.Context) error {
+	b.mu.Lock()
+	subbed, closed := b.subbed, b.closed
+	b.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	if subbed {
+		return nil
+	}
+	b.subMu.Lock()
+	defer b.subMu.Unlock()
+	b.mu.Lock()
+	subbed = b.subbed
+	b.mu.Unlock()
+	if subbed {
+		return nil
+	}
+	ps := b.client.Subscribe(ctx, b.channel)
+	if _, err := ps.Receive(ctx); err != nil {
+		_ = ps.Close()
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		_ = ps.Close()
+		return ErrClosed
+	}
+	b.pubsub, b.subbed = ps, true
+	ch := ps.Channel(redis.WithChannelSize(4096))
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		for msg := range ch {
+			notes, err := parseNotes(msg.Payload)
+			if err != nil {
+				b.report("", err)
+			}
+			b.deliver(notes)
+		}
+	}()
+	return nil
+}
+
+// deliver hands each note to the waiter it names, if it still waits.
+func (b *redisBackend) deliver(notes []grantNote) {
+	if len(notes) == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, n := range notes {
+		w := b.waiters[n.id]
+		if w == nil {
+			continue // already served, or gave up (its cleanup frees the grant)
+		}
+		delete(b.waiters, n.id)
+		if t := b.sems[w.s]; t != nil {
+			delete(t.waiting, n.id)
+		}
+		w.ch <- n
+	}
+}
+
+// addWaiter makes w reachable by grant notes. It must run before the
+// acquire script, because the grant may be published before the reply.
+func (b *redisBackend) addWaiter(w *redisWaiter) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return ErrClosed
+	}
+	b.waiters[w.id] = w
+	return nil
+}
+
+// queued records that w is in s's Redis queue, so heartbeats keep it alive,
+// and schedules a reap at the earliest lease end (ms, -1 if none).
+func (b *redisBackend) queued(w *redisWaiter, nextMS int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.waiters[w.id] != w {
+		return // already granted
+	}
+	t := b.track(w.s, w.ttl)
+	t.waiting[w.id] = w
+	if nextMS >= 0 {
+		at := time.Now().Add(time.Duration(nextMS+1) * time.Millisecond)
+		if t.reapAt.IsZero() || at.Before(t.reapAt) {
+			t.reapAt = at
+			b.poke()
+		}
+	}
+}
+
+// removeWaiter stops deliveries to w. It reports whether w was still
+// waiting; if not, its note is in w.ch.
+func (b *redisBackend) removeWaiter(w *redisWaiter) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if t := b.sems[w.s]; t != nil {
+		delete(t.waiting, w.id)
+	}
+	if b.waiters[w.id] != w {
+		return false
+	}
+	delete(b.waiters, w.id)
+	return true
+}
+
+// hold tracks a granted permit for renewal. After Close it marks the
+// permit lost at once.
+func (b *redisBackend) hold(s *Redis, p *Permit) {
+	ttl := time.Duration(p.ttl) * time.Millisecond
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		close(p.lost)
+		return
+	}
+	b.track(s, ttl).held[p] = time.Now().Add(ttl)
+}
+
+func (b *redisBackend) unhold(s *Redis, p *Permit) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if t := b.sems[s]; t != nil {
+		delete(t.held, p)
+	}
+}
+
+// track returns s's tracking state, creating it and starting the loop if
+// needed. b.mu must be held.
+func (b *redisBackend) track(s *Redis, ttl time.Duration) *semTrack {
+	t := b.sems[s]
+	if t == nil {
+		t = &semTrack{held: make(map[*Permit]time.Time), waiting: make(map[string]*redisWaiter)}
+		b.sems[s] = t
+	}
+	if beat := time.Now().Add(ttl / 3); t.nextBeat.IsZero() || beat.Before(t.nextBeat) {
+		t.nextBeat = beat
+		b.poke()
+	}
+	if !b.looping {
+		b.looping = true
+		b.wg.Add(1)
+		go b.loop()
+	}
+	return t
+}
+
+func (b *redisBackend) poke() {
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (b *redisBackend) report(name string, err error) {
+	if b.cfg.onError != nil {
+		b.cfg.onError(err)
+	}
+	b.cfg.observe(Event{Kind: EventBackendError, Name: name, Err: err})
+}
+
+// close stops the loop and the listener and waits for them. Queued Acquire
+// calls return ErrClosed; held permits are marked lost and are no longer
+// renewed: they return to the semaphore when released, or when their lease
+// ends.
+func (b *redisBackend) close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	close(b.stop)
+	var lost []*Permit
+	for s, t := range b.sems {
+		for p := range t.held {
+			close(p.lost)
+			lost = append(lost, p)
+		}
+		delete(b.sems, s)
+	}
+	ps := b.pubsub
+	b.mu.Unlock()
+	for _, p := range lost {
+		b.cfg.observe(Event{Kind: EventLost, Name: "", Weight: p.weight, Err: ErrClosed})
+	}
+	var err error
+	if ps != nil {
+		err = ps.Close()
+	}
+	b.wg.Wait()
+	return err
+}

@@ -1,0 +1,147 @@
+package core
+
+import (
+	"context"
+	"time"
+)
+
+// heartbeatBatch bounds the ids sent in one heartbeat script.
+const heartbeatBatch = 512
+
+// loop is the one background goroutine of a backend. It wakes for the
+// earliest of: a semaphore's next heartbeat (every TTL/3 of its shortest
+// lease), or the earliest lease end of a semaphore this process waits on
+// (the safety net that reaps the leases of dead processes and heals a lost
+// notification). It never polls faster than that.
+func (b *redisBackend) loop() {
+	defer b.wg.Done()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		timer.Reset(b.beat())
+		select {
+		case <-b.stop:
+			return
+		case <-timer.C:
+		case <-b.wake:
+		}
+	}
+}
+
+type beatJob struct {
+	s       *Redis
+	held    []*Permit
+	waiting []*redisWaiter
+}
+
+// beat runs the heartbeats that are due and returns how long to sleep.
+func (b *redisBackend) beat() time.Duration {
+	now := time.Now()
+	var jobs []beatJob
+	b.mu.Lock()
+	for s, t := range b.sems {
+		if len(t.held) == 0 && len(t.waiting) == 0 {
+			delete(b.sems, s)
+			continue
+		}
+		reap := len(t.waiting) > 0 && !t.reapAt.IsZero() && !now.Before(t.reapAt)
+		if now.Before(t.nextBeat) && !reap {
+			continue
+		}
+		j := beatJob{s: s}
+		ttl := time.Duration(1<<63 - 1)
+		for p := range t.held {
+			j.held = append(j.held, p)
+			ttl = min(ttl, time.Duration(p.ttl)*time.Millisecond)
+		}
+		for _, w := range t.waiting {
+			j.waiting = append(j.waiting, w)
+			ttl = min(ttl, w.ttl)
+		}
+		t.nextBeat = now.Add(ttl / 3)
+		t.reapAt = time.Time{}
+		jobs = append(jobs, j)
+	}
+	b.mu.Unlock()
+
+	for _, j := range jobs {
+		b.heartbeat(j)
+	}
+
+	next := time.Hour
+	now = time.Now()
+	b.mu.Lock()
+	for _, t := range b.sems {
+		next = min(next, t.nextBeat.Sub(now))
+		if len(t.waiting) > 0 && !t.reapAt.IsZero() {
+			next = min(next, t.reapAt.Sub(now))
+		}
+	}
+	b.mu.Unlock()
+	return max(next, time.Millisecond)
+}
+
+// heartbeat renews j's leases and keeps its waiters queued, in batches.
+func (b *redisBackend) heartbeat(j beatJob) {
+	for len(j.held) > 0 || len(j.waiting) > 0 {
+		nh := min(len(j.held), heartbeatBatch)
+		nw := min(len(j.waiting), heartbeatBatch-nh)
+		b.heartbeatOnce(j.s, j.held[:nh], j.waiting[:nw])
+		j.held, j.waiting = j.held[nh:], j.waiting[nw:]
+	}
+}
+
+func (b *redisBackend) heartbeatOnce(s *Redis, held []*Permit, waiting []*redisWaiter) {
+	args := make([]any, 0, 1+2*len(held)+len(waiting))
+	args = append(args, len(held))
+	for _, p := range held {
+		args = append(args, p.id, p.ttl)
+	}
+	for _, w := range waiting {
+		args = append(args, w.id)
+	}
+	sent := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.leaseTTL/3)
+	r, err := s.run(ctx, scriptHeartbeat, s.limit, args...)
+	cancel()
+
+	lost := make(map[string]bool, len(r.lost))
+	for _, id := range r.lost {
+		lost[id] = true
+	}
+	now := time.Now()
+	var gone []*Permit
+	b.mu.Lock()
+	t := b.sems[s]
+	if t == nil { // closed meanwhile
+		b.mu.Unlock()
+		return
+	}
+	for _, p := range held {
+		end, ok := t.held[p]
+		switch {
+		case !ok:
+			continue // released meanwhile
+		case err == nil && !lost[p.id]:
+			t.held[p] = sent.Add(time.Duration(p.ttl) * time.Millisecond)
+		case err == nil || now.After(end):
+			delete(t.held, p)
+			close(p.lost)
+			gone = append(gone, p)
+		}
+	}
+	if err == nil && len(waiting) > 0 && r.value >= 0 {
+		at := now.Add(time.Duration(r.value+1) * time.Millisecond)
+		if t.reapAt.IsZero() || at.Before(t.reapAt) {
+			t.reapAt = at
+		}
+	}
+	b.mu.Unlock()
+
+	if err != nil {
+		b.report(s.label, unavailable("heartbeat", s.name, err))
+	}
+	for _, p := range gone {
+		b.cfg.observe(Event{Kind: EventLost, Name: s.label, Weight: p.weight})
+	}
+}
