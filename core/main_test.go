@@ -1,11 +1,17 @@
 package core_test
 
 import (
+	"os"
 	"testing"
 
 	"go.uber.org/goleak"
 )
 
+// TestMain doubles as the entry point of the child processes that the
+// multi-process tests start by running this test binary again.
 func TestMain(m *testing.M) {
+	if mode := os.Getenv(childEnv); mode != "" {
+		os.Exit(runChild(mode))
+	}
 	goleak.VerifyTestMain(m)
 }

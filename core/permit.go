@@ -41,6 +41,7 @@ type Permit struct {
 	lost     chan struct{} // nil: the lease can never be lost
 	inner    *Permit       // the backend's permit, for a Keyed permit
 	grantUS  int64         // Redis TIME of the grant in microseconds
+	queueUS  int64         // Redis TIME at which the request queued (tests)
 	released atomic.Bool
 }
 

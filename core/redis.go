@@ -122,11 +122,8 @@ func (s *Redis) acquire(ctx context.Context, try bool, opts []AcquireOption) (*P
 		}
 		return s.failed(ctx, "subscribe", err, false, opts, a.weight)
 	}
-	start := time.Now()
-	s.b.cfg.observe(Event{Kind: EventWait, Name: s.label, Weight: a.weight})
-	p, err := s.wait(ctx, a, start)
+	p, err := s.wait(ctx, a)
 	if err != nil {
-		s.b.cfg.observe(Event{Kind: EventAbandoned, Name: s.label, Weight: a.weight, Wait: time.Since(start), Err: err})
 		if errors.Is(err, ErrUnavailable) {
 			return s.failed(ctx, "acquire", err, false, opts, a.weight)
 		}
@@ -137,8 +134,15 @@ func (s *Redis) acquire(ctx context.Context, try bool, opts []AcquireOption) (*P
 
 // wait enqueues and waits for the grant. A waiter evicted from the queue
 // while alive (its heartbeats failed for 2/3 of its TTL) queues again.
-func (s *Redis) wait(ctx context.Context, a acquireConfig, start time.Time) (*Permit, error) {
+func (s *Redis) wait(ctx context.Context, a acquireConfig) (p *Permit, err error) {
 	w := &redisWaiter{s: s, id: rand.Text(), ttl: a.ttl, ch: make(chan grantNote, 1)}
+	var start time.Time // set once queued
+	var queueUS int64
+	defer func() {
+		if err != nil && !start.IsZero() {
+			s.b.cfg.observe(Event{Kind: EventAbandoned, Name: s.label, Weight: a.weight, Wait: time.Since(start), Err: err})
+		}
+	}()
 	for {
 		if err := s.b.addWaiter(w); err != nil {
 			return nil, err
@@ -157,12 +161,17 @@ func (s *Redis) wait(ctx context.Context, a acquireConfig, start time.Time) (*Pe
 		switch r.code {
 		case 1:
 			s.b.removeWaiter(w)
-			return s.granted(w.id, a, r.value, r.nowUS, time.Since(start)), nil
+			return s.granted(w.id, a, r.value, r.nowUS, since(start)), nil
 		case -1:
 			s.b.removeWaiter(w)
 			return nil, invalid("weight %d exceeds the limit %d of %q", a.weight, r.limit, s.name)
 		}
 		s.b.queued(w, r.value)
+		queueUS = r.nowUS
+		if start.IsZero() {
+			start = time.Now()
+			s.b.cfg.observe(Event{Kind: EventWait, Name: s.label, Weight: a.weight})
+		}
 
 		var n grantNote
 		select {
@@ -186,8 +195,17 @@ func (s *Redis) wait(ctx context.Context, a acquireConfig, start time.Time) (*Pe
 			s.leave(ctx, w.id, a.ttl)
 			return nil, ctxError(ctx, s.name)
 		}
-		return s.granted(w.id, a, n.token, n.grantUS, time.Since(start)), nil
+		p := s.granted(w.id, a, n.token, n.grantUS, time.Since(start))
+		p.queueUS = queueUS
+		return p, nil
 	}
+}
+
+func since(t time.Time) time.Duration {
+	if t.IsZero() {
+		return 0
+	}
+	return time.Since(t)
 }
 
 // granted makes the permit of holder id and tracks it for renewal.
