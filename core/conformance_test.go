@@ -68,11 +68,25 @@ func backends() []backend {
 			return closeAtCleanup(t, core.NewRedis(c, "conf", limit, opts...))
 		}},
 		{"redis", func(t *testing.T, limit int64, opts ...core.Option) sem {
-			c := realClient(t)
-			opts = append([]core.Option{core.WithKeyPrefix(uniquePrefix(t))}, opts...)
-			return closeAtCleanup(t, core.NewRedis(c, "conf", limit, opts...))
+			return realSem(t, realClient(t), limit, opts)
+		}},
+		{"cluster", func(t *testing.T, limit int64, opts ...core.Option) sem {
+			c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: coretest.RedisClusterAddrs(t)})
+			t.Cleanup(func() { _ = c.Close() })
+			return realSem(t, c, limit, opts)
+		}},
+		{"sentinel", func(t *testing.T, limit int64, opts ...core.Option) sem {
+			addrs, master := coretest.RedisSentinel(t)
+			c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: master, SentinelAddrs: addrs})
+			t.Cleanup(func() { _ = c.Close() })
+			return realSem(t, c, limit, opts)
 		}},
 	}
+}
+
+func realSem(t *testing.T, c redis.UniversalClient, limit int64, opts []core.Option) sem {
+	opts = append([]core.Option{core.WithKeyPrefix(uniquePrefix(t))}, opts...)
+	return closeAtCleanup(t, core.NewRedis(c, "conf", limit, opts...))
 }
 
 func forEach(t *testing.T, f func(t *testing.T, b backend)) {
@@ -113,15 +127,16 @@ func tryAcquire(t *testing.T, s sem) *core.Permit {
 }
 
 // waitQueued blocks until n callers are queued. It polls Stats, which is
-// an observation of state, not a sleep.
+// an observation of state, not a sleep; it gives up after a minute.
 func waitQueued(t *testing.T, s sem, n int64) {
 	t.Helper()
+	deadline := time.Now().Add(time.Minute)
 	for {
 		st := stats(t, s)
 		if st.Waiting == n {
 			return
 		}
-		if st.Waiting > n {
+		if st.Waiting > n || time.Now().After(deadline) {
 			t.Fatalf("waiting = %d, want %d", st.Waiting, n)
 		}
 	}

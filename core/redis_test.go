@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/coretest"
 )
 
 func TestRedisBadInputPanics(t *testing.T) {
@@ -152,7 +153,10 @@ func TestRedisAbandonedLeaseGoesToWaiter(t *testing.T) {
 // TestRedisManyWaitersSmallPool queues 10,000 waiters of one process on a
 // pool of 20 connections: waiting holds no connection.
 func TestRedisManyWaitersSmallPool(t *testing.T) {
-	c := realClient(t) // PoolSize 20
+	// 10,000 Acquire calls arrive at once and share 20 connections: allow
+	// them to queue for a connection longer than go-redis's default 4s.
+	c := redis.NewClient(&redis.Options{Addr: coretest.RedisAddr(t), PoolSize: 20, PoolTimeout: time.Minute})
+	defer c.Close()
 	s := core.NewRedis(c, "many", 10, core.WithKeyPrefix(uniquePrefix(t)))
 	defer s.Close()
 	ctx := context.Background()
@@ -173,7 +177,17 @@ func TestRedisManyWaitersSmallPool(t *testing.T) {
 			}
 		}()
 	}
-	waitQueued(t, s, n)
+	deadline := time.Now().Add(2 * time.Minute)
+	for st := stats(t, s); st.Waiting < n; st = stats(t, s) {
+		select {
+		case err := <-errs:
+			t.Fatalf("a waiter failed while %d were queued: %v", st.Waiting, err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of %d waiters queued", st.Waiting, n)
+		}
+	}
 	if total := c.PoolStats().TotalConns; total > 21 { // 20 + the subscriber
 		t.Fatalf("%d connections for %d waiters", total, n)
 	}

@@ -11,6 +11,7 @@ package coretest
 
 import (
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -33,4 +34,17 @@ func need(tb testing.TB, name string) string {
 	}
 	tb.Skipf("%s is not set; run .ci/run or start the server and export it", name)
 	return ""
+}
+
+// RedisClusterAddrs returns the seed addresses of a real Redis Cluster from
+// DISTSEM_REDIS_CLUSTER_ADDRS (comma-separated), or skips (fails under CI).
+func RedisClusterAddrs(tb testing.TB) []string {
+	return strings.Split(need(tb, "DISTSEM_REDIS_CLUSTER_ADDRS"), ",")
+}
+
+// RedisSentinel returns the sentinel addresses and master name of a real
+// Sentinel setup from DISTSEM_REDIS_SENTINEL_ADDRS (comma-separated) and
+// DISTSEM_REDIS_SENTINEL_MASTER, or skips (fails under CI).
+func RedisSentinel(tb testing.TB) (addrs []string, master string) {
+	return strings.Split(need(tb, "DISTSEM_REDIS_SENTINEL_ADDRS"), ","), need(tb, "DISTSEM_REDIS_SENTINEL_MASTER")
 }

@@ -1,0 +1,63 @@
+package core_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/distsem/distsem/core"
+)
+
+func keyedBackends(t *testing.T) map[string]func(def int64, opts ...core.Option) *core.Keyed {
+	return map[string]func(int64, ...core.Option) *core.Keyed{
+		"local": func(def int64, opts ...core.Option) *core.Keyed { return core.NewLocalKeyed(def, opts...) },
+		"miniredis": func(def int64, opts ...core.Option) *core.Keyed {
+			c, _ := miniClient(t)
+			return core.NewRedisKeyed(c, "routes", def, opts...)
+		},
+		"redis": func(def int64, opts ...core.Option) *core.Keyed {
+			opts = append([]core.Option{core.WithKeyPrefix(uniquePrefix(t))}, opts...)
+			return core.NewRedisKeyed(realClient(t), "routes", def, opts...)
+		},
+	}
+}
+
+func TestKeyedLimitsAndEviction(t *testing.T) {
+	for name, newKeyed := range keyedBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			k := newKeyed(2, core.WithLimits(map[string]int64{"/slow": 1}), core.WithMaxIdleKeys(8))
+			defer k.Close()
+			p, err := k.Acquire(ctx, "/slow")
+			ok(t, err)
+			if _, err := k.TryAcquire(ctx, "/slow"); !errors.Is(err, core.ErrNoPermit) {
+				t.Fatalf("override of 1 admitted a second holder: %v", err)
+			}
+			// Hostile keys: many distinct ones, with braces and spaces.
+			for i := range 200 {
+				key := fmt.Sprintf("/x{%d} %s", i, strings.Repeat("a", i))
+				q, err := k.TryAcquire(ctx, key)
+				ok(t, err)
+				ok(t, q.Release(ctx))
+			}
+			if n := k.Len(); n > 8+1 {
+				t.Fatalf("%d keys kept, want at most 8 idle + 1 busy", n)
+			}
+			// The busy key survived eviction and still holds its permit.
+			if st, err := k.Stats(ctx, "/slow"); err != nil || st.InUse != 1 || st.Limit != 1 {
+				t.Fatalf("/slow stats = %+v, %v", st, err)
+			}
+			ok(t, p.Release(ctx))
+			ok(t, k.SetLimit(ctx, "/fast", 5))
+			if st, _ := k.Stats(ctx, "/fast"); st.Limit != 5 {
+				t.Fatalf("/fast limit = %d, want 5", st.Limit)
+			}
+			ok(t, k.Close())
+			if _, err := k.Acquire(ctx, "/fast"); !errors.Is(err, core.ErrClosed) {
+				t.Fatalf("Acquire after Close: %v", err)
+			}
+		})
+	}
+}
