@@ -1,7 +1,6 @@
 package core
 
 import (
-	"container/list"
 	"context"
 	"fmt"
 	"sync"
@@ -38,17 +37,23 @@ type Keyed struct {
 
 	mu      sync.Mutex
 	entries map[string]*keyedEntry
-	idle    list.List // of *keyedEntry, most recently idle first
+	idle    keyedEntry // sentinel of the idle ring, most recently idle first
+	nIdle   int
 	limits  map[string]int64
 	closed  bool
 }
 
 type keyedEntry struct {
-	k    *Keyed
-	key  string
-	sem  keyedBackend
-	refs int
-	elem *list.Element // in k.idle while refs == 0
+	k          *Keyed
+	key        string
+	sem        keyedBackend
+	refs       int
+	prev, next *keyedEntry // in k.idle while refs == 0 (an intrusive list: no allocation)
+}
+
+func (e *keyedEntry) unlink() {
+	e.prev.next, e.next.prev = e.next, e.prev
+	e.prev, e.next = nil, nil
 }
 
 var _ KeyedSemaphore = (*Keyed)(nil)
@@ -74,8 +79,10 @@ func newKeyed(def int64, cfg config, newSem func(string, int64) keyedBackend, cl
 		}
 		limits[k] = v
 	}
-	return &Keyed{def: def, maxIdle: cfg.maxIdle, newSem: newSem, closeFn: closeFn,
+	k := &Keyed{def: def, maxIdle: cfg.maxIdle, newSem: newSem, closeFn: closeFn,
 		entries: make(map[string]*keyedEntry), limits: limits}
+	k.idle.prev, k.idle.next = &k.idle, &k.idle
+	return k
 }
 
 // Acquire blocks until a permit of key's semaphore is granted; see
@@ -129,9 +136,9 @@ func (k *Keyed) ref(key string) (*keyedEntry, error) {
 		e = &keyedEntry{k: k, key: key, sem: k.newSem(key, limit)}
 		k.entries[key] = e
 	}
-	if e.elem != nil {
-		k.idle.Remove(e.elem)
-		e.elem = nil
+	if e.next != nil {
+		e.unlink()
+		k.nIdle--
 	}
 	e.refs++
 	return e, nil
@@ -144,10 +151,13 @@ func (k *Keyed) unref(e *keyedEntry) {
 	if e.refs > 0 || k.entries[e.key] != e {
 		return
 	}
-	e.elem = k.idle.PushFront(e)
-	for k.idle.Len() > k.maxIdle {
-		old := k.idle.Remove(k.idle.Back()).(*keyedEntry)
-		old.elem = nil
+	e.prev, e.next = &k.idle, k.idle.next
+	e.next.prev, k.idle.next = e, e
+	k.nIdle++
+	for k.nIdle > k.maxIdle {
+		old := k.idle.prev
+		old.unlink()
+		k.nIdle--
 		delete(k.entries, old.key)
 	}
 }

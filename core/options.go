@@ -84,6 +84,9 @@ func WithLeaseTTL(d time.Duration) AcquireOption { return func(a *acquireConfig)
 const minLeaseTTL = 100 * time.Millisecond
 
 func buildAcquire(def time.Duration, opts []AcquireOption) (acquireConfig, error) {
+	if len(opts) == 0 { // the common case, kept free of allocations
+		return acquireConfig{weight: 1, ttl: def}, nil
+	}
 	a := acquireConfig{weight: 1, ttl: def}
 	for _, o := range opts {
 		o(&a)

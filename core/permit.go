@@ -67,8 +67,9 @@ func (p *Permit) GrantedAt() time.Time {
 // Lost returns a channel that is closed when the lease could not be kept:
 // renewal failed for longer than the lease TTL, the backend reported the
 // lease gone, or the semaphore was closed while the permit was held. A
-// permit from the in-process backend is never lost; its channel is never
-// closed.
+// permit without a lease (from the in-process backend, or granted by a
+// fail-open or fail-local policy) returns a nil channel: it is never lost,
+// and its Release does no I/O.
 func (p *Permit) Lost() <-chan struct{} { return p.lost }
 
 // Release gives the permit back. Only the first call does anything; later

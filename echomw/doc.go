@@ -1,0 +1,41 @@
+// Package echomw is an Echo v4 middleware that limits how many requests a
+// route runs at once, across every process that shares the semaphore. It
+// follows the conventions of Echo's own middleware package: a Config with
+// a Skipper, DefaultConfig, Limit, LimitWithConfig (which panics on a bad
+// Config) and Config.ToMiddleware; rejections are returned as
+// *echo.HTTPError for the Echo HTTPErrorHandler to render.
+//
+//	limits := map[string]int64{"/work": 8, "/report/:id": 2}
+//	sem := core.NewRedisKeyed(rdb, "api", 64, core.WithLimits(limits))
+//	e := echo.New()
+//	e.Use(echomw.LimitWithConfig(echomw.Config{
+//		Semaphore: sem,
+//		MaxWait:   200 * time.Millisecond,
+//	}))
+//
+// The key of a request is its route path, c.Path() ("/report/:id"), so
+// every route has its own limit and keys stay bounded; KeyExtractor changes
+// it. For one limit over every route, use admit.Global(sem) with a
+// core.Semaphore. Unlike net/http, Echo knows the route before the
+// middleware runs, so the middleware may be installed with e.Use.
+//
+// A rejected request never reaches the handler. The default handlers
+// return:
+//
+//   - no capacity (DenyHandler): echo.ErrTooManyRequests with a
+//     Retry-After header; return echo.ErrServiceUnavailable from your own
+//     DenyHandler for a 503;
+//   - backend unavailable or semaphore closed (ErrorHandler):
+//     echo.ErrServiceUnavailable with a Retry-After header;
+//   - the client went away (ErrorHandler): status 499
+//     (middleware.StatusCodeContextCanceled), as Echo's proxy middleware
+//     does; there is no client left to read it;
+//   - a KeyExtractor error (ErrorHandler): 403, as Echo's rate limiter
+//     does.
+//
+// The cause is set as the HTTPError's Internal error, for logs; Echo's
+// default error handler never writes it to the client.
+//
+// The permit is released when the handler returns, also when it panics
+// (the panic goes on, for Echo's Recover middleware).
+package echomw

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// Both HTTP flavours: /work is limited, a saturated /work answers 429, and
+// /report and /metrics still answer.
+func TestGatewayRoutes(t *testing.T) {
+	for _, mode := range []string{"http", "echo"} {
+		t.Run(mode, func(t *testing.T) {
+			m := miniredis.RunT(t)
+			rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+			defer rdb.Close()
+			cfg := config{mode: mode, name: "gw", limit: 1, reportLimit: 1, defLimit: 8, maxWaiting: 8}
+			g := newGateway(cfg, rdb)
+			defer g.sem.Close()
+			h := g.httpHandler()
+			key := "GET /work"
+			if mode == "echo" {
+				h, key = g.echoHandler(), "/work"
+			}
+			srv := httptest.NewServer(h)
+			defer srv.Close()
+
+			p, err := g.sem.Acquire(context.Background(), key) // saturate /work
+			if err != nil {
+				t.Fatal(err)
+			}
+			for path, want := range map[string]int{"/work?ms=1": 429, "/report?ms=1": 200, "/stats": 200} {
+				resp, err := srv.Client().Get(srv.URL + path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != want {
+					t.Errorf("GET %s = %d, want %d", path, resp.StatusCode, want)
+				}
+			}
+			p.Release(context.Background())
+			resp, err := srv.Client().Get(srv.URL + "/work?ms=1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Fatalf("GET /work after release = %d", resp.StatusCode)
+			}
+			resp, err = srv.Client().Get(srv.URL + "/metrics")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			want := `distsem_admit_rejections_total{key="` + key + `",reason="no_capacity"} 1`
+			if !strings.Contains(string(body), want) {
+				t.Fatalf("metrics lack %s", want)
+			}
+		})
+	}
+}

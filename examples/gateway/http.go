@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/distsem/distsem/echomw"
+	"github.com/distsem/distsem/httpmw"
+)
+
+// httpHandler serves the routes on a ServeMux; httpmw keys requests by
+// their pattern ("GET /work").
+func (g *gateway) httpHandler() http.Handler {
+	limit := httpmw.Limit(g.sem,
+		httpmw.WithMaxWait(g.cfg.maxWait),
+		httpmw.WithMaxWaiting(g.cfg.maxWaiting),
+		httpmw.WithObserver(g.col))
+	work := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ms, _ := strconv.ParseInt(r.URL.Query().Get("ms"), 10, 64)
+		hold(r.Context(), ms)
+		fmt.Fprintf(w, "ok %dms\n", ms)
+	})
+	mux := http.NewServeMux()
+	mux.Handle("GET /work", limit(work))
+	mux.Handle("GET /report", limit(work))
+	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, r *http.Request) {
+		g.writeStats(w, r.Context(), "GET /work", "GET /report")
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(g.reg, promhttp.HandlerOpts{}))
+	return mux
+}
+
+// echoHandler serves the same routes on Echo; echomw keys requests by their
+// route path ("/work").
+func (g *gateway) echoHandler() http.Handler {
+	e := echo.New()
+	e.HideBanner = true
+	limit := echomw.LimitWithConfig(echomw.Config{
+		Semaphore:  g.sem,
+		MaxWait:    g.cfg.maxWait,
+		MaxWaiting: g.cfg.maxWaiting,
+		Observer:   g.col,
+	})
+	work := func(c echo.Context) error {
+		ms, _ := strconv.ParseInt(c.QueryParam("ms"), 10, 64)
+		hold(c.Request().Context(), ms)
+		return c.String(http.StatusOK, fmt.Sprintf("ok %dms\n", ms))
+	}
+	e.GET("/work", work, limit)
+	e.GET("/report", work, limit)
+	e.GET("/stats", func(c echo.Context) error {
+		g.writeStats(c.Response(), c.Request().Context(), "/work", "/report")
+		return nil
+	})
+	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(g.reg, promhttp.HandlerOpts{})))
+	return e
+}
+
+// writeStats writes the fleet-wide state of the keys as JSON.
+func (g *gateway) writeStats(w http.ResponseWriter, ctx context.Context, keys ...string) {
+	out := map[string]any{}
+	for _, k := range keys {
+		st, err := g.sem.Stats(ctx, k)
+		if err != nil {
+			http.Error(w, "stats unavailable", http.StatusServiceUnavailable)
+			log.Printf("stats %s: %v", k, err)
+			return
+		}
+		out[k] = st
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(out)
+}
+
+// serveHTTP serves h on -addr until ctx ends.
+func (g *gateway) serveHTTP(ctx context.Context, h http.Handler) error {
+	ln, err := net.Listen("tcp", g.cfg.addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	log.Printf("%s gateway on http://%s (GET /work limit %d, GET /report limit %d, max wait %v)",
+		g.cfg.mode, ln.Addr(), g.cfg.limit, g.cfg.reportLimit, g.cfg.maxWait)
+	stop := context.AfterFunc(ctx, func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	})
+	defer stop()
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

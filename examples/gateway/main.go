@@ -1,0 +1,161 @@
+// Command gateway is a gateway with per-route concurrency limits that hold
+// across every gateway process sharing one Redis.
+//
+//	go run ./examples/gateway                      # net/http, embedded miniredis
+//	go run ./examples/gateway -redis redis://127.0.0.1:6379/0 -limit 4
+//	go run ./examples/gateway -mode echo           # the same routes on Echo
+//	go run ./examples/gateway -mode grpc           # a gRPC service
+//	go run ./examples/gateway -mode grpc-load -addr 127.0.0.1:8080 -n 40 -c 10
+//
+// Routes (http and echo modes):
+//
+//	GET /work?ms=D     holds its permit D ms, then 200   (limit: -limit)
+//	GET /report?ms=D   the same                          (limit: -report-limit)
+//	GET /stats         permits in use and waiting, fleet-wide (not limited)
+//	GET /metrics       Prometheus metrics of this process (not limited)
+//
+// The gRPC service is gateway.Work with one method, Do, whose request is a
+// google.protobuf.Int64Value (milliseconds to hold) and whose limit is
+// -limit.
+//
+// Without -redis the gateway starts an embedded miniredis on 127.0.0.1 and
+// prints its URL: start more gateways with -redis set to it and they share
+// the same limits.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/admit/promadmit"
+)
+
+// config is what the flags say.
+type config struct {
+	mode        string
+	addr        string
+	redisURL    string
+	name        string
+	limit       int64
+	reportLimit int64
+	defLimit    int64
+	maxWait     time.Duration
+	maxWaiting  int
+	n, c        int // grpc-load
+	ms          int64
+}
+
+func main() {
+	var cfg config
+	flag.StringVar(&cfg.mode, "mode", "http", "http, echo, grpc, or grpc-load (a client for a grpc gateway)")
+	flag.StringVar(&cfg.addr, "addr", "127.0.0.1:8080", "listen address (grpc-load: the server's)")
+	flag.StringVar(&cfg.redisURL, "redis", "", "Redis URL shared by the gateways; empty starts an embedded miniredis")
+	flag.StringVar(&cfg.name, "name", "gateway", "semaphore name: gateways with the same Redis and name share limits")
+	flag.Int64Var(&cfg.limit, "limit", 4, "in-flight limit of GET /work (and of gRPC Do), fleet-wide")
+	flag.Int64Var(&cfg.reportLimit, "report-limit", 2, "in-flight limit of GET /report, fleet-wide")
+	flag.Int64Var(&cfg.defLimit, "default-limit", 64, "in-flight limit of any other route")
+	flag.DurationVar(&cfg.maxWait, "max-wait", 0, "how long a request may wait for a permit (0: reject at once)")
+	flag.IntVar(&cfg.maxWaiting, "max-waiting", 128, "how many requests of one route may wait in this process")
+	flag.IntVar(&cfg.n, "n", 40, "grpc-load: number of calls")
+	flag.IntVar(&cfg.c, "c", 10, "grpc-load: concurrent calls")
+	flag.Int64Var(&cfg.ms, "ms", 200, "grpc-load: milliseconds each call holds its permit")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, cfg); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func run(ctx context.Context, cfg config) error {
+	if cfg.mode == "grpc-load" {
+		return grpcLoad(ctx, cfg)
+	}
+	rdb, closeRedis, err := openRedis(cfg.redisURL)
+	if err != nil {
+		return err
+	}
+	defer closeRedis()
+
+	g := newGateway(cfg, rdb)
+	defer g.sem.Close()
+	switch cfg.mode {
+	case "http":
+		return g.serveHTTP(ctx, g.httpHandler())
+	case "echo":
+		return g.serveHTTP(ctx, g.echoHandler())
+	case "grpc":
+		return g.serveGRPC(ctx)
+	}
+	return fmt.Errorf("unknown -mode %q", cfg.mode)
+}
+
+// openRedis connects to url, or starts an embedded miniredis on loopback.
+func openRedis(url string) (*redis.Client, func(), error) {
+	if url != "" {
+		opt, err := redis.ParseURL(url)
+		if err != nil {
+			return nil, nil, fmt.Errorf("-redis: %w", err)
+		}
+		rdb := redis.NewClient(opt)
+		return rdb, func() { rdb.Close() }, nil
+	}
+	m := miniredis.NewMiniRedis()
+	if err := m.StartAddr("127.0.0.1:0"); err != nil {
+		return nil, nil, err
+	}
+	log.Printf("embedded miniredis: start more gateways with -redis redis://%s to share its limits", m.Addr())
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	return rdb, func() { rdb.Close(); m.Close() }, nil
+}
+
+// newGateway builds the semaphores and metrics of every mode.
+func newGateway(cfg config, rdb redis.UniversalClient) *gateway {
+	// The override table: its keys are also the only metric label values.
+	limits := map[string]int64{
+		"GET /work":   cfg.limit,
+		"GET /report": cfg.reportLimit,
+		"/work":       cfg.limit, // echo route paths
+		"/report":     cfg.reportLimit,
+		grpcMethod:    cfg.limit,
+	}
+	sem := core.NewRedisKeyed(rdb, cfg.name, cfg.defLimit, core.WithLimits(limits),
+		core.WithOnError(func(err error) { log.Printf("redis: %v", err) }))
+	keys := make([]string, 0, len(limits))
+	for k := range limits {
+		keys = append(keys, k)
+	}
+	col := promadmit.New(promadmit.WithKeys(keys...))
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(col)
+	return &gateway{cfg: cfg, sem: sem, col: col, reg: reg}
+}
+
+type gateway struct {
+	cfg config
+	sem *core.Keyed
+	col *promadmit.Collector
+	reg *prometheus.Registry
+}
+
+// hold is the work of every route: keep the permit ms milliseconds, or
+// until the client goes away.
+func hold(ctx context.Context, ms int64) {
+	t := time.NewTimer(time.Duration(ms) * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}

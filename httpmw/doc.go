@@ -1,0 +1,43 @@
+// Package httpmw limits how many requests a net/http handler runs at once,
+// per route, across every process that shares the semaphore.
+//
+// Limit returns a func(http.Handler) http.Handler, the shape chi, gorilla
+// and plain ServeMux code compose; Handler wraps one handler in the style
+// of http.TimeoutHandler:
+//
+//	limits := map[string]int64{"GET /work": 8, "GET /report": 2}
+//	sem := core.NewRedisKeyed(rdb, "gateway", 64, core.WithLimits(limits))
+//	limit := httpmw.Limit(sem, httpmw.WithMaxWait(200*time.Millisecond))
+//
+//	mux := http.NewServeMux()
+//	mux.Handle("GET /work", limit(work))
+//	mux.Handle("GET /report", limit(report))
+//
+// The key of a request is its ServeMux pattern (Request.Pattern, set when
+// the middleware wraps a handler registered on a ServeMux), else its URL
+// path; WithKey changes it. Wrap the handlers registered on the mux, not the
+// mux itself: around the mux the pattern is not known yet. Paths come from
+// clients, so a keyed semaphore keeps only a bounded number of idle keys
+// (core.WithMaxIdleKeys), and promadmit labels only the keys it is told.
+//
+// For one limit over every route, pass admit.Global(sem) with a
+// core.Semaphore.
+//
+// # Responses
+//
+// A request that gets a permit runs the handler, and the permit is released
+// when the handler returns, or panics (the panic then goes on). The
+// ResponseWriter is passed through unchanged, so Flusher, Hijacker and
+// http.ResponseController keep working.
+//
+// A rejected request never reaches the handler:
+//
+//   - no capacity: 429 Too Many Requests (WithStatus sets another, such as
+//     503) with a Retry-After header (WithRetryAfter);
+//   - backend unavailable (core.FailClosed) or semaphore closed: 503
+//     Service Unavailable with Retry-After;
+//   - the client went away while waiting: nothing is written.
+//
+// The body is the status text; the backend's error text is never written.
+// WithRejectHandler renders rejections differently, for example as JSON.
+package httpmw

@@ -1,0 +1,81 @@
+package httpmw
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/distsem/distsem/core/admit"
+)
+
+// Option configures Limit and Handler.
+type Option func(*options)
+
+// RejectFunc writes the response to a rejected request. code is the status
+// the middleware would write, or 0 when the client went away (then nothing
+// should be written). Retry-After is already set in w's header when it
+// applies. rej.Err may hold backend details: log it, never write it.
+type RejectFunc func(w http.ResponseWriter, r *http.Request, code int, rej *admit.Rejection)
+
+type options struct {
+	key        func(*http.Request) string
+	status     int
+	retryAfter string // header value, "" for none
+	reject     RejectFunc
+	admit      []admit.Option
+}
+
+func defaultOptions() options {
+	return options{key: defaultKey, status: http.StatusTooManyRequests, retryAfter: "1", reject: defaultReject}
+}
+
+// defaultKey is the ServeMux pattern, else the path.
+func defaultKey(r *http.Request) string {
+	if r.Pattern != "" {
+		return r.Pattern
+	}
+	return r.URL.Path
+}
+
+// WithKey sets the function that maps a request to its semaphore key. The
+// default is r.Pattern when a ServeMux matched one, else r.URL.Path.
+func WithKey(f func(r *http.Request) string) Option { return func(o *options) { o.key = f } }
+
+// WithStatus sets the status written when no permit could be had. The
+// default is 429 Too Many Requests; 503 Service Unavailable is the usual
+// alternative. A backend failure is always 503.
+func WithStatus(code int) Option { return func(o *options) { o.status = code } }
+
+// WithRetryAfter sets the Retry-After header of 429 and 503 responses,
+// rounded up to whole seconds. The default is 1s; 0 sends no header.
+func WithRetryAfter(d time.Duration) Option {
+	return func(o *options) { o.retryAfter = retryAfter(d) }
+}
+
+// WithRejectHandler sets the function that writes rejections. The default
+// writes the status and its text (http.Error), and nothing when the client
+// went away.
+func WithRejectHandler(f RejectFunc) Option { return func(o *options) { o.reject = f } }
+
+// WithMaxWait sets how long a request may wait for a permit; see
+// admit.WithMaxWait. The default is 0: reject at once when none is free.
+func WithMaxWait(d time.Duration) Option {
+	return func(o *options) { o.admit = append(o.admit, admit.WithMaxWait(d)) }
+}
+
+// WithMaxWaiting bounds how many requests of one key may wait in this
+// process; see admit.WithMaxWaiting. The default is 128.
+func WithMaxWaiting(n int) Option {
+	return func(o *options) { o.admit = append(o.admit, admit.WithMaxWaiting(n)) }
+}
+
+// WithReleaseTimeout bounds the backend round trip of a release; see
+// admit.WithReleaseTimeout. The default is 2s.
+func WithReleaseTimeout(d time.Duration) Option {
+	return func(o *options) { o.admit = append(o.admit, admit.WithReleaseTimeout(d)) }
+}
+
+// WithObserver sets the hook that receives admission events, such as a
+// promadmit.Collector. The default is none.
+func WithObserver(obs admit.Observer) Option {
+	return func(o *options) { o.admit = append(o.admit, admit.WithObserver(obs)) }
+}
