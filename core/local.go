@@ -9,10 +9,10 @@ import (
 	"time"
 )
 
-// localTokens is the fencing-token source of every in-process semaphore. A
-// single counter keeps tokens increasing even across a keyed semaphore that
-// is evicted and created again.
-var localTokens atomic.Int64
+// localEpoch numbers in-process semaphores. Each one's fencing tokens start
+// at its number << 32, so tokens keep increasing even across a keyed
+// semaphore that is evicted and created again, without a shared counter.
+var localEpoch atomic.Int64
 
 // Local is an in-process semaphore with the same semantics as the Redis
 // backend: strict FIFO order (a large request at the head blocks smaller
@@ -26,6 +26,7 @@ type Local struct {
 	mu      sync.Mutex
 	limit   int64
 	cur     int64
+	token   int64     // the last fencing token granted
 	waiters list.List // of *localWaiter
 	closed  bool
 }
@@ -47,7 +48,7 @@ func newLocal(name string, limit int64, cfg config) *Local {
 	if limit <= 0 {
 		panic(fmt.Sprintf("core: NewLocal expects limit > 0, got %d", limit))
 	}
-	return &Local{name: name, cfg: cfg, limit: limit}
+	return &Local{name: name, cfg: cfg, limit: limit, token: localEpoch.Add(1) << 32}
 }
 
 var _ Semaphore = (*Local)(nil)
@@ -90,7 +91,8 @@ func (s *Local) acquire(ctx context.Context, try bool, opts []AcquireOption) (*P
 		return nil, invalid("weight %d exceeds the limit %d of %q", n, limit, s.name)
 	case s.limit-s.cur >= n && s.waiters.Len() == 0:
 		s.cur += n
-		tok := localTokens.Add(1)
+		s.token++
+		tok := s.token
 		s.mu.Unlock()
 		s.cfg.observe(Event{Kind: EventAcquired, Name: s.name, Weight: n})
 		return &Permit{owner: s, weight: n, token: tok}, nil
@@ -165,7 +167,8 @@ func (s *Local) notifyWaiters() {
 			return
 		} else {
 			s.cur += w.n
-			w.token = localTokens.Add(1)
+			s.token++
+			w.token = s.token
 		}
 		s.waiters.Remove(next)
 		close(w.ready)

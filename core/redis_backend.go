@@ -116,19 +116,55 @@ func (b *redisBackend) listen(ctx context.Context) error {
 		return ErrClosed
 	}
 	b.pubsub, b.subbed = ps, true
-	ch := ps.Channel(redis.WithChannelSize(4096))
 	b.wg.Add(1)
-	go func() {
-		defer b.wg.Done()
-		for msg := range ch {
-			notes, err := parseNotes(msg.Payload)
-			if err != nil {
-				b.report("", err)
-			}
-			b.deliver(notes)
-		}
-	}()
+	go b.receive(ps)
 	return nil
+}
+
+// receive delivers the grants published on this process's channel. It
+// reads the subscription directly (no forwarding goroutine: one fewer wake-up
+// per hand-off). After a connection error go-redis resubscribes on the next
+// read; grants published meanwhile are healed by an immediate heartbeat.
+func (b *redisBackend) receive(ps *redis.PubSub) {
+	defer b.wg.Done()
+	ctx := context.Background()
+	backoff := 10 * time.Millisecond
+	for {
+		msg, err := ps.ReceiveMessage(ctx)
+		if err != nil {
+			select {
+			case <-b.stop:
+				return
+			default:
+			}
+			b.report("", unavailable("receive grants", b.channel, err))
+			select {
+			case <-b.stop:
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, time.Second)
+			b.resync()
+			continue
+		}
+		backoff = 10 * time.Millisecond
+		notes, err := parseNotes(msg.Payload)
+		if err != nil {
+			b.report("", err)
+		}
+		b.deliver(notes)
+	}
+}
+
+// resync makes the loop run every heartbeat now, which reports the grants
+// of this process's waiters that a lost message did not.
+func (b *redisBackend) resync() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, t := range b.sems {
+		t.nextBeat = time.Time{}
+	}
+	b.poke()
 }
 
 // deliver hands each note to the waiter it names, if it still waits.

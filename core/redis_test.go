@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -279,5 +280,71 @@ func TestObserverEvents(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRedisLostWhenUnreachable: renewal keeps failing (the server is gone)
+// for longer than the lease, so Lost must fire.
+func TestRedisLostWhenUnreachable(t *testing.T) {
+	c, m := miniClient(t)
+	var errs atomic.Int64
+	s := core.NewRedis(c, "down", 1, core.WithDefaultLeaseTTL(300*time.Millisecond),
+		core.WithOnError(func(error) { errs.Add(1) }))
+	defer s.Close()
+	p := acquire(t, s)
+	m.Close()
+	select {
+	case <-p.Lost():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Lost not closed while renewal failed past the lease")
+	}
+	if errs.Load() == 0 {
+		t.Fatal("OnError never saw the failed renewals")
+	}
+	if err := p.Release(context.Background()); !errors.Is(err, core.ErrUnavailable) {
+		t.Fatalf("Release with the server gone: %v, want ErrUnavailable", err)
+	}
+}
+
+// TestRedisGrantSurvivesLostSubscription kills this process's pub/sub
+// connection while a waiter waits: the grant published meanwhile is lost,
+// and the waiter must still get its permit (resubscribe and heartbeat).
+func TestRedisGrantSurvivesLostSubscription(t *testing.T) {
+	name := "resub-" + uniquePrefix(t)
+	c := redis.NewClient(&redis.Options{Addr: coretest.RedisAddr(t), ClientName: name})
+	defer c.Close()
+	s := core.NewRedis(c, "resub", 1, core.WithKeyPrefix(uniquePrefix(t)), core.WithDefaultLeaseTTL(time.Second))
+	defer s.Close()
+	ctx := context.Background()
+	holder := acquire(t, s)
+	got := make(chan error, 1)
+	go func() {
+		p, err := s.Acquire(ctx)
+		if err == nil {
+			err = p.Release(ctx)
+		}
+		got <- err
+	}()
+	waitQueued(t, s, 1)
+	// Kill only this test's subscriber: other tests share the server.
+	list, err := c.Do(ctx, "CLIENT", "LIST", "TYPE", "pubsub").Text()
+	ok(t, err)
+	killed := 0
+	for _, line := range strings.Split(list, "\n") {
+		if strings.Contains(line, " name="+name+" ") {
+			id := strings.TrimPrefix(strings.Fields(line)[0], "id=")
+			ok(t, c.Do(ctx, "CLIENT", "KILL", "ID", id).Err())
+			killed++
+		}
+	}
+	if killed != 1 {
+		t.Fatalf("killed %d subscribers, want 1:\n%s", killed, list)
+	}
+	ok(t, holder.Release(ctx))
+	select {
+	case err := <-got:
+		ok(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("waiter never granted after its subscription was killed")
 	}
 }

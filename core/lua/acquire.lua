@@ -11,6 +11,7 @@ if w > limit then
 elseif used + w <= limit and redis.call('ZCARD', Q) == 0 then
   code, value = 1, hold(id, w, ttl)
 elseif not try then
+  if redis.call('EXISTS', Q) == 0 then fresh = true end
   local seq = redis.call('HINCRBY', M, 'qseq', 1)
   redis.call('ZADD', Q, seq, id)
   redis.call('HSET', QI, id, int(w) .. ':' .. int(ttl) .. ':' .. mychan)

@@ -10,7 +10,7 @@ for i = 0, n - 1 do
   local id, ttl = ARGV[4 + 2 * i], tonumber(ARGV[5 + 2 * i])
   local s = redis.call('ZSCORE', H, id)
   if s and tonumber(s) > now then
-    redis.call('ZADD', H, now + ttl, id)
+    redis.call('ZADD', H, lease(ttl), id)
   else
     lost[#lost + 1] = id
   end

@@ -16,12 +16,20 @@ local GRACE = 60000 -- keys outlive the last lease or waiter by this much
 -- The limit stored in Redis wins; the first user stores its own. The token
 -- counter starts at the server time in microseconds, so tokens keep
 -- increasing even if the idle keys expired and were created again.
-local m = redis.call('HMGET', M, 'limit', 'used', 'tok')
+local m = redis.call('HMGET', M, 'limit', 'used', 'tok', 'exp', 'last')
 local limit = tonumber(m[1])
 local used = tonumber(m[2]) or 0
+local used0 = used
+local exp = tonumber(m[4]) or 0   -- until when (ms) every key is set to live
+local last = tonumber(m[5]) or 0  -- latest lease or waiter end ever set (ms)
+local last0 = last
+-- fresh: a key may have been created without an expiry, so finish() must
+-- set the expiry of every key.
+local fresh = false
 if not limit then
   limit = tonumber(ARGV[1])
   redis.call('HSET', M, 'limit', limit)
+  fresh = true
 end
 if not m[3] then
   redis.call('HSET', M, 'tok', now_us)
@@ -40,7 +48,18 @@ end
 -- A waiter stays queued for 2/3 of its lease TTL after each heartbeat (sent
 -- every TTL/3), so a dead process's waiters always leave the queue before
 -- the leases renewed by its last heartbeat end.
-local function alive(ttl) return now + math.floor(ttl * 2 / 3) end
+local function alive(ttl)
+  local at = now + math.floor(ttl * 2 / 3)
+  if at > last then last = at end
+  return at
+end
+
+-- lease(ttl) is the end of a lease that starts now, noted in last.
+local function lease(ttl)
+  local at = now + ttl
+  if at > last then last = at end
+  return at
+end
 
 local function weight_of(info)
   return tonumber(string.match(info, '^(%d+):'))
@@ -69,9 +88,10 @@ local function purge()
 end
 
 local function hold(id, w, ttl)
+  if redis.call('EXISTS', H) == 0 then fresh = true end
   used = used + w
   local tok = redis.call('HINCRBY', M, 'tok', 1)
-  redis.call('ZADD', H, now + ttl, id)
+  redis.call('ZADD', H, lease(ttl), id)
   redis.call('HSET', HI, id, int(w) .. ':' .. int(tok))
   return tok
 end
@@ -111,21 +131,22 @@ local function next_expiry()
   return tonumber(h[2]) - now
 end
 
--- Store the count, refresh the idle expiry of every key, publish the
--- grants of other processes and return those of the caller's process.
+-- Store what changed, make every key outlive the last lease or waiter by
+-- GRACE/2 to GRACE (refreshed only when that margin runs low, or when a key
+-- may be new), publish the grants of other processes and return those of
+-- the caller's process.
 local function finish()
-  redis.call('HSET', M, 'used', used)
-  local last = now
-  local h = redis.call('ZRANGE', H, -1, -1, 'WITHSCORES')
-  if #h > 0 then last = math.max(last, tonumber(h[2])) end
-  local q = redis.call('ZRANGE', QE, -1, -1, 'WITHSCORES')
-  if #q > 0 then last = math.max(last, tonumber(q[2])) end
-  local ttl = last - now + GRACE
-  for _, k in ipairs({H, HI, Q, QI, QE}) do redis.call('PEXPIRE', k, ttl) end
-  if redis.call('HGET', M, 'pinned') then
-    redis.call('PERSIST', M)
-  else
-    redis.call('PEXPIRE', M, ttl)
+  if fresh or exp < last + GRACE / 2 then
+    exp = math.max(last, now) + GRACE
+    for _, k in ipairs({H, HI, Q, QI, QE}) do redis.call('PEXPIREAT', k, exp) end
+    if redis.call('HGET', M, 'pinned') then
+      redis.call('PERSIST', M)
+    else
+      redis.call('PEXPIREAT', M, exp)
+    end
+    redis.call('HSET', M, 'used', used, 'exp', exp, 'last', last)
+  elseif used ~= used0 or last ~= last0 then
+    redis.call('HSET', M, 'used', used, 'last', last)
   end
   local mine = {}
   for ch, l in pairs(notes) do
