@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/distsem/distsem/bench/analyze"
+)
+
+func TestMedianRange(t *testing.T) {
+	for _, c := range []struct {
+		in          []float64
+		med, lo, hi float64
+	}{
+		{[]float64{3, 1, 2}, 2, 1, 3},
+		{[]float64{4, 1, 2, 3}, 2.5, 1, 4},
+		{[]float64{7}, 7, 7, 7},
+	} {
+		in := append([]float64(nil), c.in...)
+		med, lo, hi := medianRange(c.in)
+		if med != c.med || lo != c.lo || hi != c.hi {
+			t.Errorf("medianRange(%v) = %v %v %v, want %v %v %v", in, med, lo, hi, c.med, c.lo, c.hi)
+		}
+		for i := range in {
+			if in[i] != c.in[i] {
+				t.Fatalf("medianRange reordered its input: %v", c.in)
+			}
+		}
+	}
+}
+
+func TestSummarizeGroupsByLabelAndBackend(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.jsonl")
+	var b bytes.Buffer
+	for i, u := range []float64{0.80, 0.90, 0.85} {
+		line, _ := json.Marshal(result{Label: "util", Backend: "distsem", Rep: i + 1, Limit: 4, Hold: 2 * time.Millisecond,
+			Report: analyze.Report{Util: u, Throughput: 1000}})
+		b.Write(append(line, '\n'))
+	}
+	line, _ := json.Marshal(result{Label: "util", Backend: "seed", Rep: 1, Report: analyze.Report{Util: 0.5}})
+	b.Write(append(line, '\n'))
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := summarize(&out, []string{path}); err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	for _, want := range []string{"### util / distsem", "3 repetitions", "| utilization | 0.850 | 0.800 – 0.900 |", "### util / seed", "| utilization | 0.500 | 0.500 – 0.500 |"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("summary lacks %q:\n%s", want, s)
+		}
+	}
+}
+
+func TestCPUCounters(t *testing.T) {
+	m, err := machineBusy()
+	if err != nil || m <= 0 {
+		t.Fatalf("machineBusy = %d, %v", m, err)
+	}
+	if _, err := procCPU(os.Getpid()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := procCPU(-1); err == nil {
+		t.Error("procCPU(-1) did not fail")
+	}
+}
+
+func TestCheckRejectsBadConfigs(t *testing.T) {
+	base := config{backend: "distsem", addr: "127.0.0.1:6430", limit: 4, procs: 4, workers: 32, duration: time.Second, warmup: -1, cooldown: -1}
+	if err := base.check(); err != nil {
+		t.Fatalf("good config: %v", err)
+	}
+	for name, mod := range map[string]func(*config){
+		"remote redis":    func(c *config) { c.addr = "10.0.0.1:6379" },
+		"local multiproc": func(c *config) { c.backend = "local" },
+		"fewer workers":   func(c *config) { c.workers = 2 },
+		"no window":       func(c *config) { c.warmup, c.cooldown = 600*time.Millisecond, 400*time.Millisecond },
+		"unknown backend": func(c *config) { c.backend = "zk" },
+	} {
+		c := base
+		mod(&c)
+		if err := c.check(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}

@@ -1,0 +1,426 @@
+// Command load is the multi-process load driver of the benchmarks.
+//
+//	go run ./bench/load -backend distsem|seed|local|xsync -redis 127.0.0.1:6430 \
+//	    -limit 4 -procs 4 -workers 32 -hold 2ms -duration 5s
+//
+// The parent starts -procs worker processes (re-executions of this binary)
+// and splits -workers goroutines among them. All of them start at one
+// instant chosen by the parent, then loop acquire → hold → release until
+// -duration has passed, and record every grant with wall-clock nanoseconds
+// (one machine, one clock): worker, acquire start, grant, release start,
+// release done, and the server time of the grant when the backend reports
+// it. The parent merges the timelines and prints the figures of
+// bench/analyze over the steady window [start+warmup, start+duration−cooldown).
+//
+// Backends: distsem (core.NewRedis), seed (bench/seedsem, the article's
+// design), local (core.NewLocal) and xsync (golang.org/x/sync/semaphore).
+// local and xsync are per process, so they need -procs 1.
+//
+//	go run ./bench/load summarize results.jsonl
+//
+// prints the median and range of every figure per -label, from the JSON
+// lines that runs with -results appended.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/distsem/distsem/bench/analyze"
+	"github.com/redis/go-redis/v9"
+)
+
+type config struct {
+	backend  string
+	addr     string
+	name     string
+	limit    int64
+	procs    int
+	workers  int
+	hold     time.Duration
+	duration time.Duration
+	warmup   time.Duration
+	cooldown time.Duration
+	lease    time.Duration
+	fifoTol  time.Duration
+	label    string
+	results  string
+	rep      int
+	keep     bool
+	pool     int
+	redisPID int
+
+	// Child mode.
+	childIndex int
+	childGors  int
+	childOut   string
+}
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "summarize" {
+		if err := summarize(os.Stdout, os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "load:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	var c config
+	flag.StringVar(&c.backend, "backend", "distsem", "distsem | seed | local | xsync")
+	flag.StringVar(&c.addr, "redis", "127.0.0.1:6430", "redis-server address (loopback only)")
+	flag.StringVar(&c.name, "name", "", "semaphore name (default: unique per run)")
+	flag.Int64Var(&c.limit, "limit", 4, "permits")
+	flag.IntVar(&c.procs, "procs", 4, "worker processes")
+	flag.IntVar(&c.workers, "workers", 32, "goroutines in all, split among the processes")
+	flag.DurationVar(&c.hold, "hold", 2*time.Millisecond, "hold time per grant (0: release at once)")
+	flag.DurationVar(&c.duration, "duration", 5*time.Second, "length of the run")
+	flag.DurationVar(&c.warmup, "warmup", -1, "excluded from the start of the window (default duration/10)")
+	flag.DurationVar(&c.cooldown, "cooldown", -1, "excluded from the end of the window (default duration/10)")
+	flag.DurationVar(&c.lease, "lease", 10*time.Second, "distsem lease TTL")
+	flag.DurationVar(&c.fifoTol, "fifo-tol", time.Millisecond, "tolerance of the FIFO check")
+	flag.StringVar(&c.label, "label", "", "label of this run in -results")
+	flag.StringVar(&c.results, "results", "", "append a JSON line with the figures to this file")
+	flag.IntVar(&c.rep, "rep", 0, "repetition number, recorded in -results")
+	flag.BoolVar(&c.keep, "keep", false, "keep the timeline files")
+	flag.IntVar(&c.pool, "pool", 0, "go-redis pool size per process (default: distsem 20, seed goroutines+8)")
+	flag.IntVar(&c.redisPID, "redis-pid", 0, "PID of redis-server, to report its CPU use (optional)")
+	flag.IntVar(&c.childIndex, "child-index", -1, "internal: run as worker process i")
+	flag.IntVar(&c.childGors, "child-gors", 0, "internal: goroutines of this worker process")
+	flag.StringVar(&c.childOut, "child-out", "", "internal: timeline file of this worker process")
+	flag.Parse()
+
+	var err error
+	if c.childIndex >= 0 {
+		err = child(c)
+	} else {
+		err = parent(c)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "load:", err)
+		os.Exit(1)
+	}
+}
+
+func (c *config) check() error {
+	if c.limit <= 0 || c.procs <= 0 || c.workers < c.procs || c.duration <= 0 || c.hold < 0 {
+		return fmt.Errorf("bad sizes: limit %d procs %d workers %d duration %v hold %v", c.limit, c.procs, c.workers, c.duration, c.hold)
+	}
+	switch c.backend {
+	case "distsem", "seed":
+		if !strings.HasPrefix(c.addr, "127.0.0.1:") && !strings.HasPrefix(c.addr, "localhost:") {
+			return fmt.Errorf("-redis %q: loopback addresses only", c.addr)
+		}
+	case "local", "xsync":
+		if c.procs != 1 {
+			return fmt.Errorf("-backend %s is per process: use -procs 1", c.backend)
+		}
+	default:
+		return fmt.Errorf("unknown -backend %q", c.backend)
+	}
+	if c.warmup < 0 {
+		c.warmup = c.duration / 10
+	}
+	if c.cooldown < 0 {
+		c.cooldown = c.duration / 10
+	}
+	if c.warmup+c.cooldown >= c.duration {
+		return fmt.Errorf("warmup %v + cooldown %v leave no window in %v", c.warmup, c.cooldown, c.duration)
+	}
+	return nil
+}
+
+// result is one JSON line of -results.
+type result struct {
+	Label    string        `json:"label"`
+	Backend  string        `json:"backend"`
+	Rep      int           `json:"rep"`
+	Procs    int           `json:"procs"`
+	Workers  int           `json:"workers"`
+	Limit    int64         `json:"limit"`
+	Hold     time.Duration `json:"hold"`
+	Duration time.Duration `json:"duration"`
+	Errors   int64         `json:"errors"`
+	// Average cores busy during the run (start instant to the last
+	// worker's exit): the whole machine, the worker processes,
+	// redis-server, and the rest (other jobs on the machine).
+	CPUMachine float64 `json:"cpu_machine"`
+	CPUWorkers float64 `json:"cpu_workers"`
+	CPURedis   float64 `json:"cpu_redis"`
+	CPUOther   float64 `json:"cpu_other"`
+	analyze.Report
+}
+
+func parent(c config) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	if c.name == "" {
+		c.name = fmt.Sprintf("bench-%s-%d", c.backend, time.Now().UnixNano())
+	}
+	dir, err := os.MkdirTemp("", "distsem-load-")
+	if err != nil {
+		return err
+	}
+	if !c.keep {
+		defer os.RemoveAll(dir)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+
+	type proc struct {
+		cmd   *exec.Cmd
+		stdin io.WriteCloser
+		lines *bufio.Scanner
+		out   string
+	}
+	procs := make([]*proc, c.procs)
+	var workers []analyze.Worker
+	killAll := func() {
+		for _, p := range procs {
+			if p != nil && p.cmd.Process != nil && p.cmd.ProcessState == nil {
+				_ = p.cmd.Process.Kill() // our own child, by PID
+			}
+		}
+	}
+	defer killAll()
+	for i := range procs {
+		gors := c.workers / c.procs
+		if i < c.workers%c.procs {
+			gors++
+		}
+		for g := range gors {
+			workers = append(workers, analyze.Worker{Proc: int32(i), Gor: int32(g)})
+		}
+		out := filepath.Join(dir, fmt.Sprintf("w%d.ev", i))
+		args := append(childFlags(c), "-child-index", strconv.Itoa(i), "-child-gors", strconv.Itoa(gors), "-child-out", out)
+		cmd := exec.Command(exe, args...)
+		cmd.Stderr = os.Stderr
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			return err
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			return err
+		}
+		if err := cmd.Start(); err != nil {
+			return err
+		}
+		procs[i] = &proc{cmd: cmd, stdin: stdin, lines: bufio.NewScanner(stdout), out: out}
+	}
+	// Every child connects, then says "ready".
+	for i, p := range procs {
+		if !p.lines.Scan() || p.lines.Text() != "ready" {
+			return fmt.Errorf("worker %d did not get ready: %q %v", i, p.lines.Text(), p.lines.Err())
+		}
+	}
+	start := time.Now().Add(100 * time.Millisecond).UnixNano()
+	for _, p := range procs {
+		if _, err := fmt.Fprintf(p.stdin, "%d\n", start); err != nil {
+			return err
+		}
+		p.stdin.Close()
+	}
+	time.Sleep(time.Until(time.Unix(0, start)))
+	cpu0 := sampleCPU(c.redisPID)
+	var errCount int64
+	var events []analyze.Event
+	var workerCPU time.Duration
+	var cpu1 cpuSample
+	var wall time.Duration
+	for i, p := range procs {
+		if p.lines.Scan() {
+			if n, err := strconv.ParseInt(strings.TrimPrefix(p.lines.Text(), "errors "), 10, 64); err == nil {
+				errCount += n
+			}
+		}
+		if err := p.cmd.Wait(); err != nil {
+			return fmt.Errorf("worker %d: %w", i, err)
+		}
+		if i == len(procs)-1 {
+			cpu1 = sampleCPU(c.redisPID)
+			wall = time.Since(time.Unix(0, start))
+		}
+		f, err := os.Open(p.out)
+		if err != nil {
+			return err
+		}
+		events, err = analyze.ReadEvents(f, events)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("worker %d: %w", i, err)
+		}
+	}
+	for _, p := range procs {
+		workerCPU += p.cmd.ProcessState.UserTime() + p.cmd.ProcessState.SystemTime()
+	}
+	// The workers' rusage includes their start-up before the start
+	// instant; it is small (connecting) next to a run of seconds.
+	cores := func(jiffies int64) float64 { return float64(jiffies) / clkTck / wall.Seconds() }
+	cpuMachine := cores(cpu1.machine - cpu0.machine)
+	cpuWorkers := workerCPU.Seconds() / wall.Seconds()
+	cpuRedis := cores(cpu1.redis - cpu0.redis)
+	cpuOther := max(0, cpuMachine-cpuWorkers-cpuRedis)
+	if c.backend == "distsem" || c.backend == "seed" {
+		cleanup(c)
+	}
+
+	rep, err := analyze.Analyze(analyze.Input{
+		Events: events, Workers: workers, Limit: c.limit,
+		From: start + int64(c.warmup), To: start + int64(c.duration-c.cooldown),
+		FIFOTolerance: c.fifoTol,
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("== %s backend=%s procs=%d workers=%d limit=%d hold=%v duration=%v rep=%d\n",
+		c.label, c.backend, c.procs, c.workers, c.limit, c.hold, c.duration, c.rep)
+	if errCount > 0 {
+		fmt.Printf("!!!!! %d acquire/release errors (see stderr) !!!!!\n", errCount)
+	}
+	rep.Print(os.Stdout)
+	fmt.Printf("cpu (cores busy): machine %.2f = workers %.2f + redis %.2f + other %.2f\n", cpuMachine, cpuWorkers, cpuRedis, cpuOther)
+	if c.results != "" {
+		f, err := os.OpenFile(c.results, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		b, _ := json.Marshal(result{
+			Label: c.label, Backend: c.backend, Rep: c.rep, Procs: c.procs, Workers: c.workers,
+			Limit: c.limit, Hold: c.hold, Duration: c.duration, Errors: errCount, Report: rep,
+			CPUMachine: cpuMachine, CPUWorkers: cpuWorkers, CPURedis: cpuRedis, CPUOther: cpuOther,
+		})
+		if _, err := fmt.Fprintf(f, "%s\n", b); err != nil {
+			return err
+		}
+	}
+	if rep.Violation {
+		return errors.New("limit violated")
+	}
+	return nil
+}
+
+func childFlags(c config) []string {
+	return []string{
+		"-backend", c.backend, "-redis", c.addr, "-name", c.name,
+		"-limit", strconv.FormatInt(c.limit, 10), "-procs", strconv.Itoa(c.procs),
+		"-workers", strconv.Itoa(c.workers), "-hold", c.hold.String(),
+		"-duration", c.duration.String(), "-lease", c.lease.String(), "-pool", strconv.Itoa(c.pool),
+		"-warmup", c.warmup.String(), "-cooldown", c.cooldown.String(),
+	}
+}
+
+// cleanup deletes the semaphore's keys (best effort).
+func cleanup(c config) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	cl := redis.NewClient(&redis.Options{Addr: c.addr})
+	defer cl.Close()
+	iter := cl.Scan(ctx, 0, "*"+c.name+"*", 1000).Iterator()
+	var keys []string
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	if len(keys) > 0 {
+		cl.Del(ctx, keys...)
+	}
+}
+
+// child runs one worker process.
+func child(c config) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	sem, closeFn, err := openBackend(c)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	fmt.Println("ready")
+	var start int64
+	if _, err := fmt.Fscan(os.Stdin, &start); err != nil {
+		return fmt.Errorf("reading the start instant: %w", err)
+	}
+	end := start + int64(c.duration)
+	time.Sleep(time.Until(time.Unix(0, start)))
+
+	per := make([][]analyze.Event, c.childGors)
+	errs := make([]int64, c.childGors)
+	var firstErr sync.Once
+	var wg sync.WaitGroup
+	for g := range c.childGors {
+		wg.Go(func() {
+			ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, end))
+			defer cancel()
+			evs := make([]analyze.Event, 0, 1024)
+			for {
+				a := time.Now().UnixNano()
+				if a >= end {
+					break
+				}
+				gr, err := sem.acquire(ctx)
+				if err != nil {
+					if ctx.Err() != nil {
+						break // the run is over
+					}
+					errs[g]++
+					firstErr.Do(func() { fmt.Fprintf(os.Stderr, "worker %d/%d: acquire: %v\n", c.childIndex, g, err) })
+					break
+				}
+				t := time.Now().UnixNano()
+				if c.hold > 0 {
+					time.Sleep(c.hold)
+				}
+				rs := time.Now().UnixNano()
+				rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
+				err = gr.release(rctx)
+				rcancel()
+				rd := time.Now().UnixNano()
+				if err != nil {
+					errs[g]++
+					firstErr.Do(func() { fmt.Fprintf(os.Stderr, "worker %d/%d: release: %v\n", c.childIndex, g, err) })
+				}
+				evs = append(evs, analyze.Event{
+					Proc: int32(c.childIndex), Gor: int32(g),
+					AcqStart: a, Grant: t, RelStart: rs, RelDone: rd,
+					ServerGrant: gr.server, Token: gr.token,
+				})
+			}
+			per[g] = evs
+		})
+	}
+	wg.Wait()
+	var all []analyze.Event
+	var nerr int64
+	for g := range per {
+		all = append(all, per[g]...)
+		nerr += errs[g]
+	}
+	f, err := os.Create(c.childOut)
+	if err != nil {
+		return err
+	}
+	if err := analyze.WriteEvents(f, all); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	fmt.Printf("errors %d\n", nerr)
+	return nil
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"time"
+)
+
+// metric extracts one figure of a result, in the unit shown.
+type metric struct {
+	name string
+	get  func(result) float64
+	fmt  string
+}
+
+func msOf(d time.Duration) float64 { return float64(d) / 1e6 }
+
+var metrics = []metric{
+	{"throughput (grants/s)", func(r result) float64 { return r.Throughput }, "%.0f"},
+	{"utilization", func(r result) float64 { return r.Util }, "%.3f"},
+	{"wait p50 (ms)", func(r result) float64 { return msOf(r.WaitP50) }, "%.3f"},
+	{"wait p99 (ms)", func(r result) float64 { return msOf(r.WaitP99) }, "%.3f"},
+	{"wait p99/p50", func(r result) float64 {
+		if r.WaitP50 == 0 {
+			return 0
+		}
+		return float64(r.WaitP99) / float64(r.WaitP50)
+	}, "%.2f"},
+	{"wait max (ms)", func(r result) float64 { return msOf(r.WaitMax) }, "%.3f"},
+	{"max holders", func(r result) float64 { return float64(r.MaxHolders) }, "%.0f"},
+	{"Jain", func(r result) float64 { return r.Jain }, "%.4f"},
+	{"self-handoff share", func(r result) float64 { return r.SelfHandoff }, "%.4f"},
+	{"FIFO out-of-order share", func(r result) float64 { return r.FIFOOutOfOrder }, "%.4f"},
+	{"FIFO out-of-order by server time", func(r result) float64 { return r.FIFOServerOutOfOrder }, "%.4f"},
+	{"hand-off p50 (ms)", func(r result) float64 { return msOf(r.HandoffP50) }, "%.3f"},
+	{"hand-off p99 (ms)", func(r result) float64 { return msOf(r.HandoffP99) }, "%.3f"},
+	{"matched hand-off p50 (ms)", func(r result) float64 { return msOf(r.MatchedP50) }, "%.3f"},
+	{"matched hand-off p99 (ms)", func(r result) float64 { return msOf(r.MatchedP99) }, "%.3f"},
+	{"release→script p50 (ms)", func(r result) float64 { return msOf(r.RelToScriptP50) }, "%.3f"},
+	{"release→script p99 (ms)", func(r result) float64 { return msOf(r.RelToScriptP99) }, "%.3f"},
+	{"script→waiter p50 (ms)", func(r result) float64 { return msOf(r.ScriptToWaiterP50) }, "%.3f"},
+	{"script→waiter p99 (ms)", func(r result) float64 { return msOf(r.ScriptToWaiterP99) }, "%.3f"},
+	{"CPU other jobs (cores)", func(r result) float64 { return r.CPUOther }, "%.2f"},
+	{"CPU redis-server (cores)", func(r result) float64 { return r.CPURedis }, "%.2f"},
+	{"CPU workers (cores)", func(r result) float64 { return r.CPUWorkers }, "%.2f"},
+	{"errors", func(r result) float64 { return float64(r.Errors) }, "%.0f"},
+}
+
+// summarize prints, per label, the median and range of every figure over
+// the repetitions found in the given JSON-lines files.
+func summarize(w io.Writer, files []string) error {
+	var order []string
+	groups := map[string][]result{}
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			return err
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			var r result
+			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+				f.Close()
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			key := r.Label + " / " + r.Backend
+			if _, ok := groups[key]; !ok {
+				order = append(order, key)
+			}
+			groups[key] = append(groups[key], r)
+		}
+		f.Close()
+		if err := sc.Err(); err != nil {
+			return err
+		}
+	}
+	for _, key := range order {
+		rs := groups[key]
+		r0 := rs[0]
+		fmt.Fprintf(w, "\n### %s\n\nprocs %d, workers %d, limit %d, hold %v, duration %v, %d repetitions\n\n",
+			key, r0.Procs, r0.Workers, r0.Limit, r0.Hold, r0.Duration, len(rs))
+		fmt.Fprintln(w, "| figure | median | range |")
+		fmt.Fprintln(w, "|---|---|---|")
+		for _, m := range metrics {
+			vs := make([]float64, len(rs))
+			for i, r := range rs {
+				vs[i] = m.get(r)
+			}
+			if (slices.Max(vs) == 0 && m.name != "errors") || slices.Max(vs) < 0 {
+				continue
+			}
+			med, lo, hi := medianRange(vs)
+			fmt.Fprintf(w, "| %s | "+m.fmt+" | "+m.fmt+" – "+m.fmt+" |\n", m.name, med, lo, hi)
+		}
+	}
+	return nil
+}
+
+// medianRange returns the median (the mean of the middle two for an even
+// count), the least and the greatest of vs.
+func medianRange(vs []float64) (med, lo, hi float64) {
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		med = s[n/2]
+	} else {
+		med = (s[n/2-1] + s[n/2]) / 2
+	}
+	return med, s[0], s[n-1]
+}

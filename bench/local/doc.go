@@ -1,0 +1,9 @@
+// Package local holds the go test benchmarks of the in-process backend
+// (core.NewLocal) against golang.org/x/sync/semaphore:
+//
+//	go test -run '^$' -bench . -benchmem -count 5 ./bench/local/
+//
+// Uncontended: one goroutine, acquire + release of a free permit.
+// Parallel: b.RunParallel (GOMAXPROCS goroutines) on a limit of 1 and of
+// 4, so some acquires wait and are handed a permit by a release.
+package local

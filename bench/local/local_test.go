@@ -1,0 +1,105 @@
+package local
+
+import (
+	"context"
+	"testing"
+
+	"github.com/distsem/distsem/core"
+	"golang.org/x/sync/semaphore"
+)
+
+func BenchmarkUncontended(b *testing.B) {
+	ctx := context.Background()
+	b.Run("core.Local", func(b *testing.B) {
+		s := core.NewLocal(4)
+		b.ReportAllocs()
+		for b.Loop() {
+			p, err := s.Acquire(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := p.Release(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("xsync", func(b *testing.B) {
+		s := semaphore.NewWeighted(4)
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := s.Acquire(ctx, 1); err != nil {
+				b.Fatal(err)
+			}
+			s.Release(1)
+		}
+	})
+}
+
+func BenchmarkParallel(b *testing.B) {
+	ctx := context.Background()
+	for _, limit := range []int64{1, 4} {
+		name := map[int64]string{1: "limit1", 4: "limit4"}[limit]
+		b.Run(name+"/core.Local", func(b *testing.B) {
+			s := core.NewLocal(limit)
+			b.ReportAllocs()
+			b.SetParallelism(4)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					p, err := s.Acquire(ctx)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					if err := p.Release(ctx); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+		b.Run(name+"/xsync", func(b *testing.B) {
+			s := semaphore.NewWeighted(limit)
+			b.ReportAllocs()
+			b.SetParallelism(4)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := s.Acquire(ctx, 1); err != nil {
+						b.Error(err)
+						return
+					}
+					s.Release(1)
+				}
+			})
+		})
+	}
+}
+
+// TestSameResult keeps the package's tests meaningful without the
+// benchmarks: both semaphores admit limit holders and refuse one more.
+func TestSameResult(t *testing.T) {
+	ctx := context.Background()
+	l := core.NewLocal(2)
+	x := semaphore.NewWeighted(2)
+	var ps []*core.Permit
+	for range 2 {
+		p, err := l.TryAcquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, p)
+		if !x.TryAcquire(1) {
+			t.Fatal("xsync refused a free permit")
+		}
+	}
+	if _, err := l.TryAcquire(ctx); err == nil {
+		t.Error("core.Local granted a third permit")
+	}
+	if x.TryAcquire(1) {
+		t.Error("xsync granted a third permit")
+	}
+	for _, p := range ps {
+		if err := p.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

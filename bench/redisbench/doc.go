@@ -1,0 +1,8 @@
+// Package redisbench holds go test benchmarks of one acquire + release on a
+// real redis-server, for profiling the client side:
+//
+//	DISTSEM_REDIS_ADDR=127.0.0.1:6430 go test -run '^$' -bench . -benchmem \
+//	    -cpuprofile cpu.out ./bench/redisbench/
+//
+// The figures of RESULTS-core.md come from bench/load, not from here.
+package redisbench

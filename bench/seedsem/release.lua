@@ -1,0 +1,10 @@
+-- The release script of ../shared/seeds/000_1b76a36021f5072b.txt, verbatim.
+-- KEYS[1] semaphore (owner) set key
+-- KEYS[2] timestamp set key
+-- KEYS[3] wait list key
+-- ARGV[1] member
+-- release
+redis.call("ZREM", KEYS[1], ARGV[1])
+redis.call("ZREM", KEYS[2], ARGV[1])
+-- wake one waiter
+redis.call("LPUSH", KEYS[3], "n")
