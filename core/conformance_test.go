@@ -458,3 +458,17 @@ func TestHammer(t *testing.T) {
 		wantStats(t, s, 0, 0)
 	})
 }
+
+// TestReleaseWithCancelledContext: a request ctx is often over by release
+// time; the permit must still go back at once.
+func TestReleaseWithCancelledContext(t *testing.T) {
+	forEach(t, func(t *testing.T, b backend) {
+		s := b.new(t, 1)
+		ctx, cancel := context.WithCancel(context.Background())
+		p, err := s.Acquire(ctx)
+		ok(t, err)
+		cancel()
+		ok(t, p.Release(ctx))
+		wantStats(t, s, 0, 0)
+	})
+}

@@ -76,9 +76,10 @@ func (p *Permit) Lost() <-chan struct{} { return p.lost }
 // calls return nil. The first call returns ErrNotHeld (wrapped) if the lease
 // had already expired, or an ErrUnavailable error if the backend could not be
 // reached; in both cases the permit no longer counts for this process and
-// the backend reclaims it when its lease ends. Release does not depend on
-// ctx being live for the local part of the work; use a ctx that outlives the
-// request (context.WithoutCancel plus a timeout) for the backend round trip.
+// the backend reclaims it when its lease ends. If ctx is already done,
+// Release still makes its backend round trip, bounded by the lease TTL,
+// because a request ctx is often cancelled by the time its permit is given
+// back; otherwise ctx bounds the round trip.
 func (p *Permit) Release(ctx context.Context) error {
 	if p == nil || !p.released.CompareAndSwap(false, true) {
 		return nil

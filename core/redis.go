@@ -249,6 +249,13 @@ func (s *Redis) failed(ctx context.Context, op string, cause error, try bool, op
 
 func (s *Redis) release(ctx context.Context, p *Permit) error {
 	s.b.unhold(s, p)
+	if ctx.Err() != nil {
+		// A request ctx is often over by release time; giving up here
+		// would hold the permit until its lease ends.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), time.Duration(p.ttl)*time.Millisecond)
+		defer cancel()
+	}
 	r, err := s.run(ctx, scriptRelease, s.limit, p.id)
 	if err != nil {
 		err = unavailable("release", s.name, err)
