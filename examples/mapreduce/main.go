@@ -1,0 +1,232 @@
+// Command mapreduce is distsem's main example: a MapReduce job whose
+// subtasks, separate OS processes, together never run more than K queries
+// at once against the database.
+//
+//	go run ./examples/mapreduce
+//
+// runs with no setup: an SQLite file in a temporary directory and an
+// in-process Redis (miniredis) on 127.0.0.1. The parent creates a table,
+// splits it into pages and starts -workers subtasks (this binary again, in
+// worker mode), each with -concurrency goroutines that read pages through
+// the sqlmw driver, throttled by one Redis semaphore of -limit permits.
+// Against a real deployment:
+//
+//	go run ./examples/mapreduce -driver pgx -dsn postgres://... -redis redis://127.0.0.1:6379 -slow 100ms
+//
+// -slow D makes every page query take at least D inside the database:
+// pg_sleep on PostgreSQL; on SQLite, which runs inside each worker, a SQL
+// function that sleeps within the statement.
+//
+// -mode setmaxopen runs the same job limited only by a per-process
+// SetMaxOpenConns(limit/workers), and -mode none without any limit, for
+// comparison. -chart out.svg draws the number of queries running
+// fleet-wide over time. Workers report when each query really starts and
+// ends on the database (after its permit is granted, before it is
+// released), so the figures hold for the whole fleet; the instants come
+// from each process's clock, which is one clock on one machine.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/distsem/distsem/core"
+)
+
+// workerEnv carries a worker's configuration; its presence selects worker
+// mode.
+const workerEnv = "DISTSEM_MAPREDUCE_WORKER"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if cfg := os.Getenv(workerEnv); cfg != "" {
+		if err := workerMain(ctx, cfg, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "mapreduce worker:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if _, err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "mapreduce:", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	workerConfig
+	chart    string
+	progress time.Duration
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("mapreduce", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.IntVar(&o.Workers, "workers", 4, "number of subtask processes")
+	fs.IntVar(&o.Concurrency, "concurrency", 4, "goroutines per subtask")
+	fs.Int64Var(&o.Limit, "limit", 4, "K: the most queries running at once, fleet-wide")
+	fs.StringVar(&o.Redis, "redis", "", "Redis URL (default: an in-process miniredis on 127.0.0.1)")
+	fs.StringVar(&o.Driver, "driver", "sqlite", "database/sql driver: sqlite or pgx")
+	fs.StringVar(&o.DSN, "dsn", "", "data source name (default with sqlite: a file in a temporary directory)")
+	fs.StringVar(&o.Table, "table", "distsem_mapreduce", "table to create and read (dropped and re-created)")
+	fs.StringVar(&o.Name, "name", "mapreduce", "semaphore name in Redis; its limit is set to -limit")
+	fs.Int64Var(&o.Rows, "rows", 200000, "rows in the table")
+	fs.Int64Var(&o.Page, "page", 2000, "rows per page (one query each)")
+	fs.DurationVar(&o.Slow, "slow", 50*time.Millisecond, "each page query takes at least this long on the database")
+	fs.StringVar(&o.Mode, "mode", "semaphore", "semaphore (sqlmw + Redis), setmaxopen (per-process SetMaxOpenConns(limit/workers)) or none")
+	fs.StringVar(&o.chart, "chart", "", "write an SVG timeline of concurrent queries to this file")
+	fs.DurationVar(&o.progress, "progress", 500*time.Millisecond, "progress report interval (0: none)")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	switch {
+	case o.Workers < 1 || o.Concurrency < 1 || o.Limit < 1 || o.Rows < 1 || o.Page < 1:
+		return o, errors.New("-workers, -concurrency, -limit, -rows and -page must be positive")
+	case o.Mode != "semaphore" && o.Mode != "setmaxopen" && o.Mode != "none":
+		return o, fmt.Errorf("unknown -mode %q", o.Mode)
+	case o.Driver != "sqlite" && o.DSN == "":
+		return o, fmt.Errorf("-driver %s needs -dsn", o.Driver)
+	}
+	return o, nil
+}
+
+// run is the parent: it prepares the data, runs the workers and reports.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) (*summary, error) {
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		return nil, err
+	}
+	if o.DSN == "" {
+		dir, err := os.MkdirTemp("", "distsem-mapreduce-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		o.DSN = "file:" + filepath.Join(dir, "mapreduce.db") + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
+	}
+	wantRows, wantSum, err := setupTable(ctx, o.Driver, o.DSN, o.Table, o.Rows)
+	if err != nil {
+		return nil, err
+	}
+	if o.Driver != "sqlite" {
+		defer dropTable(o.Driver, o.DSN, o.Table)
+	}
+	if o.Mode == "semaphore" {
+		if o.Redis == "" {
+			m := miniredis.NewMiniRedis()
+			if err := m.StartAddr("127.0.0.1:0"); err != nil {
+				return nil, err
+			}
+			defer m.Close()
+			o.Redis = "redis://" + m.Addr()
+		}
+		if err := setLimit(ctx, o.Redis, o.Name, o.Limit); err != nil {
+			return nil, err
+		}
+	}
+	fmt.Fprintf(stdout, "mapreduce: %d rows, %d rows per page, %d workers x %d goroutines, limit %d, mode %s, driver %s, slow %v\n",
+		o.Rows, o.Page, o.Workers, o.Concurrency, o.Limit, o.Mode, o.Driver, o.Slow)
+
+	s := &summary{Mode: o.Mode, Limit: o.Limit, Workers: o.Workers, Concurrency: o.Concurrency, WantRows: wantRows, WantSum: wantSum}
+	col := &collector{}
+	start := time.Now()
+	if err := runWorkers(ctx, o, col, stdout, stderr); err != nil {
+		return nil, err
+	}
+	end := time.Now()
+	s.Elapsed, s.startNanos, s.endNanos = end.Sub(start), start.UnixNano(), end.UnixNano()
+	col.summarize(s)
+	s.print(stdout)
+	if o.chart != "" {
+		f, err := os.Create(o.chart)
+		if err != nil {
+			return s, err
+		}
+		if err := errors.Join(writeChart(f, s), f.Close()); err != nil {
+			return s, err
+		}
+		fmt.Fprintf(stdout, "  chart          %s\n", o.chart)
+	}
+	if s.Rows != wantRows || s.Sum != wantSum {
+		return s, errors.New("the job's result does not match the table")
+	}
+	return s, nil
+}
+
+// setLimit makes the semaphore's limit in Redis -limit, whatever an
+// earlier run stored.
+func setLimit(ctx context.Context, url, name string, limit int64) error {
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		return err
+	}
+	client := redis.NewClient(opt)
+	defer client.Close()
+	sem := core.NewRedis(client, name, limit)
+	defer sem.Close()
+	return sem.SetLimit(ctx, limit)
+}
+
+func runWorkers(ctx context.Context, o options, col *collector, stdout, stderr io.Writer) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, o.Workers)
+	for i := range o.Workers {
+		cfg := o.workerConfig
+		cfg.Index = i
+		js, _ := json.Marshal(cfg)
+		cmd := exec.CommandContext(ctx, exe)
+		cmd.Env = append(os.Environ(), workerEnv+"="+string(js))
+		cmd.Stderr = stderr
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			return err
+		}
+		if err := cmd.Start(); err != nil {
+			return err
+		}
+		go func() {
+			rerr := col.read(out)
+			done <- errors.Join(rerr, cmd.Wait())
+		}()
+	}
+	pages := (o.Rows + o.Page - 1) / o.Page
+	var tick <-chan time.Time
+	if o.progress > 0 {
+		t := time.NewTicker(o.progress)
+		defer t.Stop()
+		tick = t.C
+	}
+	start := time.Now()
+	for finished := 0; finished < o.Workers; {
+		select {
+		case err := <-done:
+			if err != nil {
+				return fmt.Errorf("worker: %w", err)
+			}
+			finished++
+		case <-tick:
+			p, rows, inFlight := col.progress()
+			fmt.Fprintf(stdout, "  pages %d/%d  %.0f rows/s  %d in flight\n",
+				p, pages, float64(rows)/time.Since(start).Seconds(), inFlight)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/distsem/distsem/core/coretest"
+)
+
+// TestMain lets the test binary act as the job's worker processes, as the
+// example binary does.
+func TestMain(m *testing.M) {
+	if cfg := os.Getenv(workerEnv); cfg != "" {
+		if err := workerMain(context.Background(), cfg, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "mapreduce worker:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// syncBuffer is a bytes.Buffer for the parent and the workers' stderr.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+func runJob(t *testing.T, args ...string) *summary {
+	t.Helper()
+	var out syncBuffer
+	s, err := run(t.Context(), append(args, "-progress", "0"), &out, &out)
+	t.Logf("mapreduce %s\n%s", strings.Join(args, " "), out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// small is a job of 12 pages of at least 20ms each for 2 workers of 3
+// goroutines: 6 queries could run at once.
+var small = []string{"-rows", "6000", "-page", "500", "-workers", "2", "-concurrency", "3", "-limit", "2", "-slow", "20ms"}
+
+func TestEmbedded(t *testing.T) {
+	t.Parallel()
+	chart := filepath.Join(t.TempDir(), "chart.svg")
+	s := runJob(t, append(small, "-chart", chart)...)
+	if s.MaxInFlight < 1 || s.MaxInFlight > 2 {
+		t.Errorf("max in flight = %d, want 1..2", s.MaxInFlight)
+	}
+	if s.Rows != 6000 || s.Pages != 12 || s.Queries != 12 || s.Permits != 12 {
+		t.Errorf("rows %d, pages %d, queries %d, permits %d; want 6000, 12, 12, 12", s.Rows, s.Pages, s.Queries, s.Permits)
+	}
+	if s.MeanQuery < 20*time.Millisecond {
+		t.Errorf("mean query %v, want at least the -slow 20ms", s.MeanQuery)
+	}
+	svg, err := os.ReadFile(chart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(svg, []byte("<svg ")) || !bytes.HasSuffix(svg, []byte("</svg>\n")) || !bytes.Contains(svg, []byte("<path d=")) {
+		t.Errorf("chart is not an SVG timeline:\n%s", svg)
+	}
+}
+
+// TestEmbeddedWithoutLimit shows the check above can fail: without a
+// limit the same job runs more than 2 queries at once.
+func TestEmbeddedWithoutLimit(t *testing.T) {
+	t.Parallel()
+	if s := runJob(t, append(small, "-mode", "none")...); s.MaxInFlight <= 2 {
+		t.Errorf("max in flight without a limit = %d, want > 2", s.MaxInFlight)
+	}
+	if s := runJob(t, append(small, "-mode", "setmaxopen")...); s.MaxInFlight > 2 {
+		t.Errorf("max in flight with SetMaxOpenConns(1) in 2 workers = %d, want <= 2", s.MaxInFlight)
+	}
+}
+
+func TestPostgres(t *testing.T) {
+	dsn := coretest.PostgresDSN(t)
+	addr := coretest.RedisAddr(t)
+	id := fmt.Sprintf("%d_%d", os.Getpid(), time.Now().UnixNano())
+	s := runJob(t, "-driver", "pgx", "-dsn", dsn, "-redis", "redis://"+addr,
+		"-table", "mr_test_"+id, "-name", "mr-test-"+id,
+		"-rows", "20000", "-page", "1000", "-workers", "3", "-concurrency", "3", "-limit", "3", "-slow", "50ms")
+	if s.MaxInFlight < 1 || s.MaxInFlight > 3 {
+		t.Errorf("max in flight = %d, want 1..3", s.MaxInFlight)
+	}
+	if s.Queries != 20 {
+		t.Errorf("queries = %d, want 20", s.Queries)
+	}
+}
+
+func TestFlags(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"-limit", "0"}, {"-mode", "bogus"}, {"-driver", "pgx"}} {
+		if _, err := parseFlags(args, &bytes.Buffer{}); err == nil {
+			t.Errorf("parseFlags(%q) succeeded", args)
+		}
+	}
+}

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// event is a query starting (+1) or ending (-1) somewhere in the fleet.
+type event struct {
+	at    int64 // unix ns
+	delta int
+}
+
+// collector gathers the reports of every worker.
+type collector struct {
+	mu         sync.Mutex
+	events     []event
+	inFlight   int
+	pages      int64
+	rows, sum  int64
+	permitWait time.Duration
+	permits    int64
+	poolWait   time.Duration
+}
+
+// read consumes one worker's reports until EOF.
+func (c *collector) read(r io.Reader) error {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		var a, b, d int64
+		line := sc.Text()
+		if line == "" {
+			continue
+		}
+		if _, err := fmt.Sscan(line[1:], &a); err != nil {
+			return fmt.Errorf("bad report %q", line)
+		}
+		c.mu.Lock()
+		switch line[0] {
+		case 'S':
+			c.events = append(c.events, event{a, +1})
+			c.inFlight++
+		case 'E':
+			c.events = append(c.events, event{a, -1})
+			c.inFlight--
+		case 'P':
+			fmt.Sscan(line[1:], &a, &b)
+			c.pages++
+			c.rows += a
+			c.sum += b
+		case 'D':
+			fmt.Sscan(line[1:], &a, &b, &d)
+			c.permitWait += time.Duration(a)
+			c.permits += b
+			c.poolWait += time.Duration(d)
+		}
+		c.mu.Unlock()
+	}
+	return sc.Err()
+}
+
+func (c *collector) progress() (pages, rows int64, inFlight int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pages, c.rows, c.inFlight
+}
+
+// summary is the outcome of a job.
+type summary struct {
+	Mode                 string
+	Limit                int64
+	Workers, Concurrency int
+	Pages, Rows, Sum     int64
+	WantRows, WantSum    int64
+	Elapsed              time.Duration
+	RowsPerSec           float64
+	Queries              int
+	MaxInFlight          int // highest number of queries running at once, fleet-wide
+	MeanQuery            time.Duration
+	Startup              time.Duration // until the first query started
+	SlotUse              float64       // busy query time / (K × time from first start to last end)
+	PermitWait, PoolWait time.Duration
+	Permits              int64
+	events               []event
+	startNanos, endNanos int64
+}
+
+// timeline sorts the events; at equal instants an end comes before a start,
+// as a permit is released before it is granted again.
+func timeline(events []event) []event {
+	ev := slices.Clone(events)
+	slices.SortFunc(ev, func(a, b event) int {
+		if a.at != b.at {
+			return int(min(max(a.at-b.at, -1), 1))
+		}
+		return a.delta - b.delta
+	})
+	return ev
+}
+
+func (c *collector) summarize(s *summary) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s.Pages, s.Rows, s.Sum = c.pages, c.rows, c.sum
+	s.PermitWait, s.Permits, s.PoolWait = c.permitWait, c.permits, c.poolWait
+	s.events = timeline(c.events)
+	var cur int
+	var busy int64 // sum over queries of their duration
+	for _, e := range s.events {
+		cur += e.delta
+		s.MaxInFlight = max(s.MaxInFlight, cur)
+		busy -= int64(e.delta) * e.at
+		if e.delta > 0 {
+			s.Queries++
+		}
+	}
+	if s.Queries > 0 {
+		s.MeanQuery = time.Duration(busy / int64(s.Queries))
+		first, last := s.events[0].at, s.events[len(s.events)-1].at
+		s.Startup = time.Duration(first - s.startNanos)
+		if last > first {
+			s.SlotUse = float64(busy) / (float64(s.Limit) * float64(last-first))
+		}
+	}
+	if s.Elapsed > 0 {
+		s.RowsPerSec = float64(s.Rows) / s.Elapsed.Seconds()
+	}
+}
+
+func (s *summary) print(w io.Writer) {
+	check := "ok"
+	if s.Rows != s.WantRows || s.Sum != s.WantSum {
+		check = fmt.Sprintf("MISMATCH: want %d rows, sum %d", s.WantRows, s.WantSum)
+	}
+	mean := func(d time.Duration, n int64) time.Duration {
+		if n == 0 {
+			return 0
+		}
+		return d / time.Duration(n)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "summary (%s, limit %d, %d workers x %d goroutines)\n", s.Mode, s.Limit, s.Workers, s.Concurrency)
+	fmt.Fprintf(&b, "  rows           %d in %d pages, checksum %s\n", s.Rows, s.Pages, check)
+	fmt.Fprintf(&b, "  elapsed        %v\n", s.Elapsed.Round(time.Millisecond))
+	fmt.Fprintf(&b, "  throughput     %.0f rows/s\n", s.RowsPerSec)
+	fmt.Fprintf(&b, "  queries        %d, mean %v on the database\n", s.Queries, s.MeanQuery.Round(time.Microsecond))
+	fmt.Fprintf(&b, "  max in flight  %d concurrent queries, fleet-wide (limit %d)\n", s.MaxInFlight, s.Limit)
+	fmt.Fprintf(&b, "  startup        %v until the first query ran (processes start, connect)\n", s.Startup.Round(time.Millisecond))
+	fmt.Fprintf(&b, "  slot use       %.0f%% of K slots busy from the first query's start to the last one's end\n", 100*s.SlotUse)
+	if s.Mode == "semaphore" {
+		fmt.Fprintf(&b, "  permit wait    %v total, %v mean over %d permits\n",
+			s.PermitWait.Round(time.Millisecond), mean(s.PermitWait, s.Permits).Round(time.Microsecond), s.Permits)
+	}
+	fmt.Fprintf(&b, "  pool wait      %v total (database/sql waiting for a connection)\n", s.PoolWait.Round(time.Millisecond))
+	io.WriteString(w, b.String())
+}

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	ngsqlmw "github.com/ngrok/sqlmw"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/sqlmw"
+)
+
+// workerConfig is what the parent tells a subtask, as JSON in workerEnv.
+type workerConfig struct {
+	Driver, DSN, Table string
+	Mode               string // semaphore, setmaxopen or none
+	Redis, Name        string
+	Limit              int64
+	Workers, Index     int // this worker handles pages Index, Index+Workers, ...
+	Concurrency        int
+	Rows, Page         int64
+	Slow               time.Duration
+}
+
+// eventWriter sends the worker's reports to the parent, one line each:
+//
+//	S <unix ns>             a query started on the database
+//	E <unix ns>             a query ended (its rows were closed)
+//	P <rows> <sum>          a page was processed
+//	D <permit wait ns> <permits> <pool wait ns>   the worker is done
+type eventWriter struct {
+	mu sync.Mutex
+	w  *bufio.Writer
+}
+
+func (e *eventWriter) printf(format string, args ...any) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	fmt.Fprintf(e.w, format+"\n", args...)
+	_ = e.w.Flush()
+}
+
+// probe marks when queries really run on the database: it sits between
+// the throttled driver and the real one, so it sees a query only after its
+// permit was granted, and its end before the permit is released.
+type probe struct {
+	ngsqlmw.NullInterceptor
+	out *eventWriter
+}
+
+func (p probe) ConnQueryContext(ctx context.Context, conn driver.QueryerContext, q string, args []driver.NamedValue) (context.Context, driver.Rows, error) {
+	p.out.printf("S %d", time.Now().UnixNano())
+	rows, err := conn.QueryContext(ctx, q, args)
+	if err != nil {
+		p.out.printf("E %d", time.Now().UnixNano())
+	}
+	return ctx, rows, err
+}
+
+func (p probe) StmtQueryContext(ctx context.Context, stmt driver.StmtQueryContext, q string, args []driver.NamedValue) (context.Context, driver.Rows, error) {
+	p.out.printf("S %d", time.Now().UnixNano())
+	rows, err := stmt.QueryContext(ctx, args)
+	if err != nil {
+		p.out.printf("E %d", time.Now().UnixNano())
+	}
+	return ctx, rows, err
+}
+
+func (p probe) RowsClose(_ context.Context, rows driver.Rows) error {
+	err := rows.Close()
+	p.out.printf("E %d", time.Now().UnixNano())
+	return err
+}
+
+func workerMain(ctx context.Context, cfgJSON string, stdout io.Writer) error {
+	var cfg workerConfig
+	if err := json.Unmarshal([]byte(cfgJSON), &cfg); err != nil {
+		return err
+	}
+	out := &eventWriter{w: bufio.NewWriter(stdout)}
+
+	// The real driver, wrapped by the probe.
+	raw, err := sql.Open(cfg.Driver, cfg.DSN)
+	if err != nil {
+		return err
+	}
+	probed := ngsqlmw.Driver(raw.Driver(), probe{out: out})
+	_ = raw.Close()
+	connector, err := probed.(driver.DriverContext).OpenConnector(cfg.DSN)
+	if err != nil {
+		return err
+	}
+
+	var db *sql.DB
+	var permitWait, permits atomic.Int64
+	switch cfg.Mode {
+	case "semaphore":
+		opt, err := redis.ParseURL(cfg.Redis)
+		if err != nil {
+			return err
+		}
+		client := redis.NewClient(opt)
+		defer client.Close()
+		sem := core.NewRedis(client, cfg.Name, cfg.Limit, core.WithObserver(core.ObserverFunc(func(e core.Event) {
+			if e.Kind == core.EventAcquired {
+				permitWait.Add(int64(e.Wait))
+				permits.Add(1)
+			}
+		})))
+		defer sem.Close()
+		db = sqlmw.OpenDB(connector, sem)
+	case "setmaxopen":
+		db = sql.OpenDB(connector)
+		db.SetMaxOpenConns(int(max(1, cfg.Limit/int64(cfg.Workers))))
+	default:
+		db = sql.OpenDB(connector)
+	}
+	defer db.Close()
+	db.SetMaxIdleConns(cfg.Concurrency)
+
+	pages := make(chan int64)
+	go func() {
+		defer close(pages)
+		n := (cfg.Rows + cfg.Page - 1) / cfg.Page
+		for p := int64(cfg.Index); p < n; p += int64(cfg.Workers) {
+			select {
+			case pages <- p:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	errs := make(chan error, cfg.Concurrency)
+	for range cfg.Concurrency {
+		wg.Go(func() {
+			for p := range pages {
+				if err := processPage(ctx, db, cfg, p, out); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	out.printf("D %d %d %d", permitWait.Load(), permits.Load(), int64(db.Stats().WaitDuration))
+	return nil
+}
+
+// processPage is the map step: read one page and reduce it to a count and
+// a sum.
+func processPage(ctx context.Context, db *sql.DB, cfg workerConfig, page int64, out *eventWriter) error {
+	lo := page * cfg.Page
+	hi := min(lo+cfg.Page, cfg.Rows)
+	q, args := pageQuery(cfg.Driver, cfg.Table, lo, hi, cfg.Slow)
+	rows, err := db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return fmt.Errorf("page %d: %w", page, err)
+	}
+	defer rows.Close()
+	var n, sum int64
+	for rows.Next() {
+		var id, amount int64
+		if err := rows.Scan(&id, &amount); err != nil {
+			return err
+		}
+		n++
+		sum += amount
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("page %d: %w", page, err)
+	}
+	out.printf("P %d %d", n, sum)
+	return nil
+}

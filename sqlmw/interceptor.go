@@ -1,0 +1,190 @@
+package sqlmw
+
+import (
+	"context"
+	"database/sql/driver"
+	"reflect"
+	"sync"
+
+	ngsqlmw "github.com/ngrok/sqlmw"
+
+	"github.com/distsem/distsem/core"
+)
+
+// interceptor takes one permit per query. Queries carry their permit in the
+// context they return, which ngrok/sqlmw hands to RowsClose; transactions in
+// PerTransaction mode carry theirs in the context handed to TxCommit and
+// TxRollback.
+type interceptor struct {
+	ngsqlmw.NullInterceptor
+	sem core.Semaphore
+	cfg config
+
+	// PerTransaction mode only: the driver connections with an open
+	// transaction, and the connection each prepared statement belongs to.
+	mu    sync.Mutex
+	inTx  map[any]struct{}
+	stmts map[any]any
+}
+
+var _ ngsqlmw.Interceptor = (*interceptor)(nil)
+
+func newInterceptor(sem core.Semaphore, opts []Option) *interceptor {
+	cfg := buildConfig(opts)
+	if isNil(sem) && cfg.keyed == nil {
+		panic("sqlmw: a nil semaphore needs WithKeyed")
+	}
+	if isNil(sem) {
+		sem = nil
+	}
+	i := &interceptor{sem: sem, cfg: cfg}
+	if cfg.txMode == PerTransaction {
+		i.inTx = make(map[any]struct{})
+		i.stmts = make(map[any]any)
+	}
+	return i
+}
+
+func isNil(s core.Semaphore) bool {
+	if s == nil {
+		return true
+	}
+	v := reflect.ValueOf(s)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}
+
+// permitKey and txKey are context keys; they hold the interceptor so that
+// two stacked throttled drivers never take each other's permits.
+type (
+	permitKey struct{ i *interceptor }
+	txKey     struct{ i *interceptor }
+)
+
+// acquire takes the permit of query, or returns nil if no semaphore applies.
+func (i *interceptor) acquire(ctx context.Context, query string) (*core.Permit, error) {
+	key := ""
+	if i.cfg.classify != nil {
+		key = i.cfg.classify(ctx, query)
+	}
+	if key == "" && i.sem == nil {
+		return nil, nil
+	}
+	actx := ctx
+	if i.cfg.maxWait > 0 {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithTimeout(ctx, i.cfg.maxWait)
+		defer cancel()
+	}
+	var p *core.Permit
+	var err error
+	if key != "" {
+		p, err = i.cfg.keyed.Acquire(actx, key)
+	} else {
+		p, err = i.sem.Acquire(actx)
+	}
+	if err != nil {
+		return nil, newError(err)
+	}
+	return p, nil
+}
+
+// release gives p back with a context that outlives the query's.
+func (i *interceptor) release(ctx context.Context, p *core.Permit) {
+	if p == nil {
+		return
+	}
+	if ctx == nil || p.Lost() == nil {
+		// A permit that can never be lost is held in this process (core's
+		// Permit: "nil: the lease can never be lost"): its release does no
+		// I/O, so it needs neither a detached context nor a timer.
+		ctx = context.Background()
+	}
+	if p.Lost() == nil {
+		_ = p.Release(ctx)
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), i.cfg.releaseTimeout)
+	_ = p.Release(rctx) // see WithReleaseTimeout: the query already succeeded
+	cancel()
+}
+
+func (i *interceptor) ConnExecContext(ctx context.Context, conn driver.ExecerContext, query string, args []driver.NamedValue) (driver.Result, error) {
+	if i.coveredByTx(conn) {
+		return conn.ExecContext(ctx, query, args)
+	}
+	p, err := i.acquire(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	defer i.release(ctx, p)
+	return conn.ExecContext(ctx, query, args)
+}
+
+func (i *interceptor) ConnQueryContext(ctx context.Context, conn driver.QueryerContext, query string, args []driver.NamedValue) (context.Context, driver.Rows, error) {
+	if i.coveredByTx(conn) {
+		rows, err := conn.QueryContext(ctx, query, args)
+		return ctx, rows, err
+	}
+	p, err := i.acquire(ctx, query)
+	if err != nil {
+		return ctx, nil, err
+	}
+	held := false
+	defer func() {
+		if !held { // an error (driver.ErrSkip included) or a panic
+			i.release(ctx, p)
+		}
+	}()
+	rows, err := conn.QueryContext(ctx, query, args)
+	if err != nil || p == nil {
+		return ctx, rows, err
+	}
+	held = true
+	return context.WithValue(ctx, permitKey{i}, p), rows, nil
+}
+
+func (i *interceptor) StmtExecContext(ctx context.Context, stmt driver.StmtExecContext, query string, args []driver.NamedValue) (driver.Result, error) {
+	if i.stmtCoveredByTx(stmt) {
+		return stmt.ExecContext(ctx, args)
+	}
+	p, err := i.acquire(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	defer i.release(ctx, p)
+	return stmt.ExecContext(ctx, args)
+}
+
+func (i *interceptor) StmtQueryContext(ctx context.Context, stmt driver.StmtQueryContext, query string, args []driver.NamedValue) (context.Context, driver.Rows, error) {
+	if i.stmtCoveredByTx(stmt) {
+		rows, err := stmt.QueryContext(ctx, args)
+		return ctx, rows, err
+	}
+	p, err := i.acquire(ctx, query)
+	if err != nil {
+		return ctx, nil, err
+	}
+	held := false
+	defer func() {
+		if !held {
+			i.release(ctx, p)
+		}
+	}()
+	rows, err := stmt.QueryContext(ctx, args)
+	if err != nil || p == nil {
+		return ctx, rows, err
+	}
+	held = true
+	return context.WithValue(ctx, permitKey{i}, p), rows, nil
+}
+
+// RowsClose releases the query's permit. ctx may carry no permit (rows of
+// the legacy Query methods carry context.Background, or none at all).
+func (i *interceptor) RowsClose(ctx context.Context, rows driver.Rows) error {
+	if ctx != nil {
+		if p, ok := ctx.Value(permitKey{i}).(*core.Permit); ok {
+			defer i.release(ctx, p)
+		}
+	}
+	return rows.Close()
+}
