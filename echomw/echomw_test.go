@@ -17,19 +17,11 @@ import (
 
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/admit"
+	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/echomw"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-func inUse(t *testing.T, sem *core.Keyed, key string) int64 {
-	t.Helper()
-	st, err := sem.Stats(context.Background(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st.InUse
-}
 
 // A real Echo server: per-route limits by route path, under concurrent
 // clients.
@@ -86,7 +78,7 @@ func TestEchoServerPerRoute(t *testing.T) {
 			t.Errorf("admitted: %+v", r)
 		}
 	}
-	if got := inUse(t, sem, "/work/:id"); got != 0 {
+	if got := coretest.InUse(t, sem, "/work/:id"); got != 0 {
 		t.Fatalf("in use = %d, want 0", got)
 	}
 }
@@ -169,7 +161,7 @@ func TestClientGoneWhileWaiting(t *testing.T) {
 		t.Fatalf("err = %v, want 499", err)
 	}
 	held.Release(t.Context())
-	if got := inUse(t, sem, "/w"); got != 0 {
+	if got := coretest.InUse(t, sem, "/w"); got != 0 {
 		t.Fatalf("in use = %d, want 0", got)
 	}
 }
@@ -191,7 +183,7 @@ func TestPanicReleases(t *testing.T) {
 			t.Fatalf("status %d, want 500 from Recover", resp.StatusCode)
 		}
 	}
-	if got := inUse(t, sem, "/p"); got != 0 {
+	if got := coretest.InUse(t, sem, "/p"); got != 0 {
 		t.Fatalf("in use = %d, want 0", got)
 	}
 }

@@ -16,19 +16,11 @@ import (
 
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/admit"
+	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/grpcmw"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-func inUse(t *testing.T, sem *core.Keyed, key string) int64 {
-	t.Helper()
-	st, err := sem.Stats(context.Background(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st.InUse
-}
 
 // events forwards the observer events of one kind to a channel.
 func events(kind admit.EventKind) (admit.Observer, chan admit.Event) {
@@ -67,7 +59,7 @@ func TestUnaryServerLimit(t *testing.T) {
 	for range calls - limit {
 		wantCode(t, <-errs, codes.ResourceExhausted)
 	}
-	if got := inUse(t, sem, mUnary); got != limit {
+	if got := coretest.InUse(t, sem, mUnary); got != limit {
 		t.Fatalf("in use = %d, want %d", got, limit)
 	}
 	close(s.open)
@@ -77,7 +69,7 @@ func TestUnaryServerLimit(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := inUse(t, sem, mUnary); got != 0 {
+	if got := coretest.InUse(t, sem, mUnary); got != 0 {
 		t.Fatalf("in use after = %d, want 0", got)
 	}
 }
@@ -103,7 +95,7 @@ func TestStreamServerHoldsForLifetime(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantCode(t, second.RecvMsg(new(wrapperspb.Int64Value)), codes.ResourceExhausted)
-	if got := inUse(t, sem, mBidi); got != 1 {
+	if got := coretest.InUse(t, sem, mBidi); got != 1 {
 		t.Fatalf("in use = %d, want 1", got)
 	}
 	first.CloseSend()
@@ -111,7 +103,7 @@ func TestStreamServerHoldsForLifetime(t *testing.T) {
 		t.Fatalf("end of stream: %v", err)
 	}
 	// The handler has returned (the client saw its status): released.
-	if got := inUse(t, sem, mBidi); got != 0 {
+	if got := coretest.InUse(t, sem, mBidi); got != 0 {
 		t.Fatalf("in use after the stream = %d, want 0", got)
 	}
 }
@@ -130,7 +122,7 @@ func TestServerStreamAbandoned(t *testing.T) {
 	<-s.entered
 	cancel() // the client walks away midway
 	<-released
-	if got := inUse(t, sem, mBidi); got != 0 {
+	if got := coretest.InUse(t, sem, mBidi); got != 0 {
 		t.Fatalf("in use = %d, want 0", got)
 	}
 }
@@ -184,7 +176,7 @@ func TestServerClientGone(t *testing.T) {
 	if err := <-holder; err != nil {
 		t.Fatal(err)
 	}
-	if got := inUse(t, sem, mUnary); got != 0 {
+	if got := coretest.InUse(t, sem, mUnary); got != 0 {
 		t.Fatalf("in use = %d, want 0", got)
 	}
 }
@@ -202,7 +194,7 @@ func TestServerPanicReleases(t *testing.T) {
 			panic("boom")
 		})
 	}()
-	if got := inUse(t, sem, mUnary); got != 0 {
+	if got := coretest.InUse(t, sem, mUnary); got != 0 {
 		t.Fatalf("in use after panic = %d, want 0", got)
 	}
 }
@@ -241,7 +233,7 @@ func TestUnaryClientBulkhead(t *testing.T) {
 	if len(s.entered) != 0 {
 		t.Fatal("the refused call reached the server")
 	}
-	if got := inUse(t, sem, mUnary); got != 0 {
+	if got := coretest.InUse(t, sem, mUnary); got != 0 {
 		t.Fatalf("in use = %d, want 0", got)
 	}
 }

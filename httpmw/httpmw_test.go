@@ -15,6 +15,7 @@ import (
 
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/admit"
+	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/httpmw"
 )
 
@@ -77,15 +78,6 @@ func get(t *testing.T, c *http.Client, url string) result {
 	return result{resp.StatusCode, resp.Header.Get("Retry-After"), string(b)}
 }
 
-func inUse(t *testing.T, sem *core.Keyed, key string) int64 {
-	t.Helper()
-	st, err := sem.Stats(context.Background(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st.InUse
-}
-
 func TestLimitPerRoute(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -125,7 +117,7 @@ func TestLimitPerRoute(t *testing.T) {
 					t.Errorf("rejection = %+v, want %d, Retry-After %q, body %q", r, tc.code, tc.retry, tc.body)
 				}
 			}
-			if got := inUse(t, sem, "GET /work"); got != limit {
+			if got := coretest.InUse(t, sem, "GET /work"); got != limit {
 				t.Errorf("in use = %d, want %d", got, limit)
 			}
 			// Another route has its own limit: keyed by pattern, not path.
@@ -145,7 +137,7 @@ func TestLimitPerRoute(t *testing.T) {
 			if m := work.max.Load(); m != limit {
 				t.Errorf("max in flight = %d, want %d", m, limit)
 			}
-			if got := inUse(t, sem, "GET /work"); got != 0 {
+			if got := coretest.InUse(t, sem, "GET /work"); got != 0 {
 				t.Errorf("in use after = %d, want 0", got)
 			}
 		})
@@ -168,7 +160,7 @@ func TestWaitThenAdmit(t *testing.T) {
 	if r1, r2 := <-first, <-second; r1.code != 200 || r2.code != 200 {
 		t.Fatalf("results %+v %+v, want both 200", r1, r2)
 	}
-	if got := inUse(t, sem, "/"); got != 0 {
+	if got := coretest.InUse(t, sem, "/"); got != 0 {
 		t.Fatalf("in use = %d, want 0", got)
 	}
 }
@@ -273,7 +265,7 @@ func TestClientGoneWhileWaiting(t *testing.T) {
 	}
 	close(g.open)
 	srv.Close() // waits for the holder's request
-	if got := inUse(t, sem, "/"); got != 0 {
+	if got := coretest.InUse(t, sem, "/"); got != 0 {
 		t.Fatalf("in use = %d, want 0", got)
 	}
 }
@@ -290,7 +282,7 @@ func TestPanicReleases(t *testing.T) {
 		}()
 		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
 	}()
-	if got := inUse(t, sem, "/"); got != 0 {
+	if got := coretest.InUse(t, sem, "/"); got != 0 {
 		t.Fatalf("in use after panic = %d, want 0", got)
 	}
 	// Through a server (http.ErrAbortHandler is not logged).
@@ -303,7 +295,7 @@ func TestPanicReleases(t *testing.T) {
 			t.Fatal("the aborted request succeeded")
 		}
 	}
-	if got := inUse(t, sem, "/"); got != 0 {
+	if got := coretest.InUse(t, sem, "/"); got != 0 {
 		t.Fatalf("in use after aborts = %d, want 0", got)
 	}
 }

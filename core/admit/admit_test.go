@@ -14,6 +14,7 @@ import (
 
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/admit"
+	"github.com/distsem/distsem/core/coretest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -40,15 +41,6 @@ func (r *recorder) kinds() []admit.EventKind {
 	return ks
 }
 
-func inUse(t *testing.T, sem *core.Keyed, key string) int64 {
-	t.Helper()
-	st, err := sem.Stats(context.Background(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st.InUse
-}
-
 func rejection(t *testing.T, err error) *admit.Rejection {
 	t.Helper()
 	var rej *admit.Rejection
@@ -69,7 +61,7 @@ func TestAdmitAndRelease(t *testing.T) {
 	if tk.Key() != "a" || tk.Permit() == nil {
 		t.Fatalf("ticket = %+v", tk)
 	}
-	if got := inUse(t, sem, "a"); got != 1 {
+	if got := coretest.InUse(t, sem, "a"); got != 1 {
 		t.Fatalf("in use = %d, want 1", got)
 	}
 	if err := tk.Release(t.Context()); err != nil {
@@ -78,7 +70,7 @@ func TestAdmitAndRelease(t *testing.T) {
 	if err := tk.Release(t.Context()); err != nil { // a second call does nothing
 		t.Fatal(err)
 	}
-	if got := inUse(t, sem, "a"); got != 0 {
+	if got := coretest.InUse(t, sem, "a"); got != 0 {
 		t.Fatalf("in use after release = %d, want 0", got)
 	}
 	want := []admit.EventKind{admit.EventAdmitted, admit.EventReleased}
@@ -186,7 +178,7 @@ func TestMaxWaitPasses(t *testing.T) {
 		if d := time.Since(start); d != 250*time.Millisecond {
 			t.Fatalf("waited %v, want 250ms", d)
 		}
-		if got := inUse(t, sem, "k"); got != 1 {
+		if got := coretest.InUse(t, sem, "k"); got != 1 {
 			t.Fatalf("in use = %d, want 1 (only the holder)", got)
 		}
 	})
@@ -252,7 +244,7 @@ func TestClientGone(t *testing.T) {
 			t.Fatalf("rejection = %v, want ClientGone wrapping context.Canceled", err)
 		}
 		held.Release(t.Context())
-		if got := inUse(t, sem, "k"); got != 0 {
+		if got := coretest.InUse(t, sem, "k"); got != 0 {
 			t.Fatalf("in use = %d, want 0", got)
 		}
 		// A request whose context has already ended never takes a permit,
@@ -261,7 +253,7 @@ func TestClientGone(t *testing.T) {
 		if rej := rejection(t, err); rej.Reason != admit.ClientGone {
 			t.Fatalf("rejection = %v, want ClientGone", err)
 		}
-		if got := inUse(t, sem, "k"); got != 0 {
+		if got := coretest.InUse(t, sem, "k"); got != 0 {
 			t.Fatalf("in use = %d, want 0", got)
 		}
 	})
@@ -320,7 +312,7 @@ func TestReleaseAfterCancel(t *testing.T) {
 	if err := tk.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := inUse(t, sem, "k"); got != 0 {
+	if got := coretest.InUse(t, sem, "k"); got != 0 {
 		t.Fatalf("in use = %d, want 0", got)
 	}
 }
