@@ -32,8 +32,11 @@
 //     renewed every TTL/3 by one loop per process for all its permits. If a
 //     process dies (even by SIGKILL), its permits come back when their lease
 //     ends: the waiting processes wake at the earliest lease end and reap it.
-//     Its queued waiters leave the queue within 2/3 of their lease TTL. When
-//     renewal fails for longer than the lease, Permit.Lost is closed.
+//     Its queued waiters leave the queue within 2/3 of their lease TTL; a
+//     permit granted to one of them in that window comes back one lease TTL
+//     later. When renewal fails for longer than the lease, Permit.Lost is
+//     closed. A live waiter whose heartbeats failed for that long (Redis
+//     unreachable) is dropped from the queue and queues again at the back.
 //   - Cancellation. A waiter whose ctx ends leaves the queue at once; if a
 //     grant raced the cancellation, the same script releases the permit and
 //     passes it on, so nothing leaks.
