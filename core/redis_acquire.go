@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"time"
@@ -19,7 +18,7 @@ func (s *Redis) acquire(ctx context.Context, try bool, opts []AcquireOption) (*P
 		return nil, ctxError(ctx, s.name)
 	}
 	if try {
-		id := rand.Text()
+		id := s.b.newID()
 		r, err := s.run(ctx, scriptAcquire, s.limit, id, a.weight, a.ttl.Milliseconds(), 1)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -58,7 +57,7 @@ func (s *Redis) acquire(ctx context.Context, try bool, opts []AcquireOption) (*P
 // wait enqueues and waits for the grant. A waiter evicted from the queue
 // while alive (its heartbeats failed for 2/3 of its TTL) queues again.
 func (s *Redis) wait(ctx context.Context, a acquireConfig) (p *Permit, err error) {
-	w := &redisWaiter{s: s, id: rand.Text(), ttl: a.ttl, ch: make(chan grantNote, 1)}
+	w := &redisWaiter{s: s, id: s.b.newID(), ttl: a.ttl, ch: make(chan grantNote, 1)}
 	var start time.Time // set once queued
 	var queueUS int64
 	defer func() {

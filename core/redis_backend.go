@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -19,6 +21,8 @@ type redisBackend struct {
 	client  redis.UniversalClient
 	cfg     config
 	channel string // where scripts publish this process's grants
+	idBase  string // random per backend: ids are idBase + a counter
+	idSeq   atomic.Uint64
 
 	subMu  sync.Mutex // serialises subscribing
 	mu     sync.Mutex
@@ -60,15 +64,23 @@ func newRedisBackend(client redis.UniversalClient, cfg config) *redisBackend {
 	if cfg.leaseTTL < minLeaseTTL {
 		panic(fmt.Sprintf("core: lease TTL %v is below the minimum %v", cfg.leaseTTL, minLeaseTTL))
 	}
+	id := rand.Text()
 	return &redisBackend{
 		client:  client,
 		cfg:     cfg,
-		channel: cfg.prefix + "notify:" + rand.Text(),
+		idBase:  id[:16] + ".", // 80 random bits
+		channel: cfg.prefix + "notify:" + id,
 		waiters: make(map[string]*redisWaiter),
 		sems:    make(map[*Redis]*semTrack),
 		wake:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
 	}
+}
+
+// newID returns a holder or waiter id, unique across processes: a random
+// base per backend and a counter (no system call per Acquire).
+func (b *redisBackend) newID() string {
+	return b.idBase + strconv.FormatUint(b.idSeq.Add(1), 36)
 }
 
 func (b *redisBackend) semaphore(name string, limit int64, owned bool) *Redis {

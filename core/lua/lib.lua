@@ -16,13 +16,17 @@ local GRACE = 60000 -- keys outlive the last lease or waiter by this much
 -- The limit stored in Redis wins; the first user stores its own. The token
 -- counter starts at the server time in microseconds, so tokens keep
 -- increasing even if the idle keys expired and were created again.
-local m = redis.call('HMGET', M, 'limit', 'used', 'tok', 'exp', 'last')
+local m = redis.call('HMGET', M, 'limit', 'used', 'tok', 'exp', 'last', 'min')
 local limit = tonumber(m[1])
 local used = tonumber(m[2]) or 0
 local used0 = used
 local exp = tonumber(m[4]) or 0   -- until when (ms) every key is set to live
 local last = tonumber(m[5]) or 0  -- latest lease or waiter end ever set (ms)
 local last0 = last
+-- min is a lower bound of the earliest lease or waiter end: nothing can have
+-- expired before it, so purge() does nothing until then.
+local minexp = tonumber(m[6]) or 0
+local min0 = minexp
 -- fresh: a key may have been created without an expiry, so finish() must
 -- set the expiry of every key.
 local fresh = false
@@ -48,25 +52,26 @@ end
 -- A waiter stays queued for 2/3 of its lease TTL after each heartbeat (sent
 -- every TTL/3), so a dead process's waiters always leave the queue before
 -- the leases renewed by its last heartbeat end.
-local function alive(ttl)
-  local at = now + math.floor(ttl * 2 / 3)
+-- note_end records a new lease or waiter end in last and min.
+local function note_end(at)
   if at > last then last = at end
+  if at < minexp then minexp = at end
   return at
 end
 
--- lease(ttl) is the end of a lease that starts now, noted in last.
-local function lease(ttl)
-  local at = now + ttl
-  if at > last then last = at end
-  return at
-end
+local function alive(ttl) return note_end(now + math.floor(ttl * 2 / 3)) end
+
+-- lease(ttl) is the end of a lease that starts now.
+local function lease(ttl) return note_end(now + ttl) end
 
 local function weight_of(info)
   return tonumber(string.match(info, '^(%d+):'))
 end
 
--- Drop expired holders (their permits come back) and dead waiters.
+-- Drop expired holders (their permits come back) and dead waiters, then
+-- find the new earliest end.
 local function purge()
+  if now < minexp then return end
   local gone = redis.call('ZRANGEBYSCORE', H, '-inf', now)
   if #gone > 0 then
     for _, id in ipairs(gone) do
@@ -85,6 +90,11 @@ local function purge()
     redis.call('ZREMRANGEBYSCORE', QE, '-inf', now)
   end
   if used < 0 then used = 0 end
+  minexp = now + 3600000
+  local h = redis.call('ZRANGE', H, 0, 0, 'WITHSCORES')
+  if #h > 0 then minexp = math.min(minexp, tonumber(h[2])) end
+  local q = redis.call('ZRANGE', QE, 0, 0, 'WITHSCORES')
+  if #q > 0 then minexp = math.min(minexp, tonumber(q[2])) end
 end
 
 local function hold(id, w, ttl)
@@ -144,9 +154,9 @@ local function finish()
     else
       redis.call('PEXPIREAT', M, exp)
     end
-    redis.call('HSET', M, 'used', used, 'exp', exp, 'last', last)
-  elseif used ~= used0 or last ~= last0 then
-    redis.call('HSET', M, 'used', used, 'last', last)
+    redis.call('HSET', M, 'used', used, 'exp', exp, 'last', last, 'min', minexp)
+  elseif used ~= used0 or last ~= last0 or minexp ~= min0 then
+    redis.call('HSET', M, 'used', used, 'last', last, 'min', minexp)
   end
   local mine = {}
   for ch, l in pairs(notes) do
