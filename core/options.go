@@ -39,8 +39,9 @@ func WithKeyPrefix(prefix string) Option { return func(c *config) { c.prefix = p
 // WithDefaultLeaseTTL sets the lease of permits acquired without
 // WithLeaseTTL. A holder whose process dies gives its permit back at most
 // this long after its last renewal; a waiter whose process dies leaves the
-// queue within the same bound. Leases are renewed every TTL/3. The default
-// is 10s; the minimum is 100ms.
+// queue within 2/3 of it. Leases are renewed every TTL/3, so a process must
+// not stall for longer than 2/3 of the TTL. The default is 10s; the minimum
+// is 100ms.
 func WithDefaultLeaseTTL(d time.Duration) Option { return func(c *config) { c.leaseTTL = d } }
 
 // WithObserver sets the hook that receives every Event. The default is none.
