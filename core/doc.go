@@ -40,10 +40,12 @@
 //   - Cancellation. A waiter whose ctx ends leaves the queue at once; if a
 //     grant raced the cancellation, the same script releases the permit and
 //     passes it on, so nothing leaks.
-//   - Fencing tokens. Every grant gets a token from a counter stored with
-//     the semaphore, strictly increasing across all processes. The counter
-//     starts from the server time in microseconds, so it keeps increasing
-//     even after idle keys expired.
+//   - Fencing tokens. Every grant gets a token that strictly increases
+//     across all processes: the Redis server time in microseconds at the
+//     grant, or the previous token + 1 if that is larger. So tokens keep
+//     increasing even after idle keys expired, or after a failover lost the
+//     last token written, as long as the primary's and the replica's clocks
+//     agree to better than the failover takes.
 //   - The limit lives in Redis. The first process stores its configured
 //     limit; a process configured differently adopts the stored one instead
 //     of overbooking. SetLimit changes it for everyone and pins it.

@@ -1,5 +1,6 @@
 -- Shared prelude of every distsem script. KEYS (all under one hash tag):
---   1 M   hash: limit, used, tok (fencing token), qseq (queue order), pinned
+--   1 M   hash: limit, used, tok (last fencing token), qseq (queue order),
+--             pinned, exp/last/min (key expiry bookkeeping)
 --   2 H   zset: holder id -> lease expiry (ms, Redis TIME)
 --   3 HI  hash: holder id -> "weight:token"
 --   4 Q   zset: waiter id -> arrival sequence (FIFO order)
@@ -13,9 +14,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local GRACE = 60000 -- keys outlive the last lease or waiter by this much
 
--- The limit stored in Redis wins; the first user stores its own. The token
--- counter starts at the server time in microseconds, so tokens keep
--- increasing even if the idle keys expired and were created again.
+-- The limit stored in Redis wins; the first user stores its own.
 local m = redis.call('HMGET', M, 'limit', 'used', 'tok', 'exp', 'last', 'min')
 local limit = tonumber(m[1])
 local used = tonumber(m[2]) or 0
@@ -35,9 +34,12 @@ if not limit then
   redis.call('HSET', M, 'limit', limit)
   fresh = true
 end
-if not m[3] then
-  redis.call('HSET', M, 'tok', now_us)
-end
+-- A fencing token is the server time in microseconds at the grant, or the
+-- last token + 1 if that is larger. Tokens of one semaphore so increase
+-- strictly, also after its idle keys expired or a failover lost the last
+-- token written, as long as the servers' clocks agree to better than that.
+local tok = tonumber(m[3]) or 0
+local tok0 = tok
 
 -- Lua 5.1 prints large numbers in exponent form: format integers exactly.
 local function int(x) return string.format('%d', x) end
@@ -100,7 +102,7 @@ end
 local function hold(id, w, ttl)
   if redis.call('EXISTS', H) == 0 then fresh = true end
   used = used + w
-  local tok = redis.call('HINCRBY', M, 'tok', 1)
+  tok = math.max(tok + 1, now_us)
   redis.call('ZADD', H, lease(ttl), id)
   redis.call('HSET', HI, id, int(w) .. ':' .. int(tok))
   return tok
@@ -154,9 +156,9 @@ local function finish()
     else
       redis.call('PEXPIREAT', M, exp)
     end
-    redis.call('HSET', M, 'used', used, 'exp', exp, 'last', last, 'min', minexp)
-  elseif used ~= used0 or last ~= last0 or minexp ~= min0 then
-    redis.call('HSET', M, 'used', used, 'last', last, 'min', minexp)
+    redis.call('HSET', M, 'used', used, 'exp', exp, 'last', last, 'min', minexp, 'tok', int(tok))
+  elseif used ~= used0 or last ~= last0 or minexp ~= min0 or tok ~= tok0 then
+    redis.call('HSET', M, 'used', used, 'last', last, 'min', minexp, 'tok', int(tok))
   end
   local mine = {}
   for ch, l in pairs(notes) do
