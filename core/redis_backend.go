@@ -26,8 +26,7 @@ type redisBackend struct {
 
 	subMu  sync.Mutex // serialises subscribing
 	mu     sync.Mutex
-	subbed bool
-	pubsub *redis.PubSub
+	pubsub *redis.PubSub // nil until the first wait subscribes
 	// waiters are the Acquire calls of this process that a grant note may
 	// name, by waiter id; sems tracks, per semaphore, what the loop renews.
 	waiters map[string]*redisWaiter
@@ -99,22 +98,13 @@ func (b *redisBackend) semaphore(name string, limit int64, owned bool) *Redis {
 // listen subscribes to this process's channel once, before the first wait,
 // so that no grant can be published before anyone listens.
 func (b *redisBackend) listen(ctx context.Context) error {
-	b.mu.Lock()
-	subbed, closed := b.subbed, b.closed
-	b.mu.Unlock()
-	if closed {
-		return ErrClosed
-	}
-	if subbed {
-		return nil
+	if ok, err := b.subscribed(); ok || err != nil {
+		return err
 	}
 	b.subMu.Lock()
 	defer b.subMu.Unlock()
-	b.mu.Lock()
-	subbed = b.subbed
-	b.mu.Unlock()
-	if subbed {
-		return nil
+	if ok, err := b.subscribed(); ok || err != nil {
+		return err
 	}
 	ps := b.client.Subscribe(ctx, b.channel)
 	if _, err := ps.Receive(ctx); err != nil {
@@ -127,10 +117,20 @@ func (b *redisBackend) listen(ctx context.Context) error {
 		_ = ps.Close()
 		return ErrClosed
 	}
-	b.pubsub, b.subbed = ps, true
+	b.pubsub = ps
 	b.wg.Add(1)
 	go b.receive(ps)
 	return nil
+}
+
+// subscribed reports whether the subscription is up, or ErrClosed.
+func (b *redisBackend) subscribed() (bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return false, ErrClosed
+	}
+	return b.pubsub != nil, nil
 }
 
 // receive delivers the grants published on this process's channel. It
