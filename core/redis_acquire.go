@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -19,19 +20,14 @@ func (s *Redis) acquire(ctx context.Context, try bool, opts []AcquireOption) (*P
 	}
 	if try {
 		id := s.b.newID()
-		r, err := s.run(ctx, scriptAcquire, s.limit, id, a.weight, a.ttl.Milliseconds(), 1)
-		if err != nil {
-			if ctx.Err() != nil {
-				s.leave(ctx, id, a.ttl) // the script may have run
-				return nil, ctxError(ctx, s.name)
-			}
+		r, err := s.runAcquire(ctx, id, a, true)
+		switch {
+		case errors.Is(err, ErrUnavailable):
 			return s.failed(ctx, "acquire", err, true, opts, a.weight)
-		}
-		switch r.code {
-		case 1:
+		case err != nil:
+			return nil, err
+		case r.code == 1:
 			return s.granted(id, a, r.value, r.nowUS, 0), nil
-		case -1:
-			return nil, invalid("weight %d exceeds the limit %d of %q", a.weight, r.limit, s.name)
 		}
 		return nil, fmt.Errorf("%w: %q", ErrNoPermit, s.name)
 	}
@@ -69,24 +65,15 @@ func (s *Redis) wait(ctx context.Context, a acquireConfig) (p *Permit, err error
 		if err := s.b.addWaiter(w); err != nil {
 			return nil, err
 		}
-		r, err := s.run(ctx, scriptAcquire, s.limit, w.id, a.weight, a.ttl.Milliseconds(), 0)
-		if err != nil {
+		r, err := s.runAcquire(ctx, w.id, a, false)
+		if err != nil || r.code == 1 {
 			s.b.removeWaiter(w)
-			s.leave(ctx, w.id, a.ttl) // the script may have run
-			if ctx.Err() != nil {
-				return nil, ctxError(ctx, s.name)
-			}
-			err = unavailable("acquire", s.name, err)
-			s.b.report(s.label, err)
+		}
+		if err != nil {
 			return nil, err
 		}
-		switch r.code {
-		case 1:
-			s.b.removeWaiter(w)
+		if r.code == 1 {
 			return s.granted(w.id, a, r.value, r.nowUS, since(start)), nil
-		case -1:
-			s.b.removeWaiter(w)
-			return nil, invalid("weight %d exceeds the limit %d of %q", a.weight, r.limit, s.name)
 		}
 		s.b.queued(w, r.value)
 		queueUS = r.nowUS
@@ -123,6 +110,35 @@ func (s *Redis) wait(ctx context.Context, a acquireConfig) (p *Permit, err error
 	}
 }
 
+// runAcquire runs the acquire script for id: code 1 granted (value = token),
+// 0 no permit (try), 2 queued (value = ms to the earliest lease end). A
+// weight above the limit is an ErrInvalidArgument error. If the round trip
+// fails, the script may still have run, so id is taken back out of the
+// queue (or its permit released) before the error is returned: the ctx's
+// error, or ErrUnavailable.
+func (s *Redis) runAcquire(ctx context.Context, id string, a acquireConfig, try bool) (reply, error) {
+	tryArg := 0
+	if try {
+		tryArg = 1
+	}
+	r, err := s.run(ctx, scriptAcquire, s.limit, id, a.weight, a.ttl.Milliseconds(), tryArg)
+	if err != nil {
+		if !neverSent(err) {
+			s.leave(ctx, id, a.ttl)
+		}
+		if ctx.Err() != nil {
+			return r, ctxError(ctx, s.name)
+		}
+		err = unavailable("acquire", s.name, err)
+		s.b.report(s.label, err)
+		return r, err
+	}
+	if r.code == -1 {
+		return r, invalid("weight %d exceeds the limit %d of %q", a.weight, r.limit, s.name)
+	}
+	return r, nil
+}
+
 func since(t time.Time) time.Duration {
 	if t.IsZero() {
 		return 0
@@ -148,6 +164,13 @@ func (s *Redis) leave(ctx context.Context, id string, ttl time.Duration) {
 	if _, err := s.run(ctx, scriptRelease, s.limit, id); err != nil {
 		s.b.report(s.label, unavailable("leave queue", s.name, err))
 	}
+}
+
+// neverSent reports whether err shows the command never reached Redis (the
+// connection could not even be made), so there is nothing to undo.
+func neverSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 // failed applies the failure policy to a backend error.
