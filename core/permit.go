@@ -87,6 +87,20 @@ func (p *Permit) Release(ctx context.Context) error {
 	return p.owner.release(ctx, p)
 }
 
+// ReleaseDetached is Release for a ctx that may already be cancelled, such
+// as a request's at the end of a handler or database/sql's in RowsClose: the
+// backend round trip ignores ctx's cancellation and is bounded by timeout
+// instead. A permit without a lease (in-process, or from a fail-open or
+// fail-local policy) does no I/O, and this costs nothing extra.
+func (p *Permit) ReleaseDetached(ctx context.Context, timeout time.Duration) error {
+	if p == nil || p.lost == nil {
+		return p.Release(ctx)
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	return p.Release(ctx)
+}
+
 // Released reports whether Release has been called.
 func (p *Permit) Released() bool { return p.released.Load() }
 

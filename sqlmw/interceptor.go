@@ -88,24 +88,16 @@ func (i *interceptor) acquire(ctx context.Context, query string) (*core.Permit, 
 	return p, nil
 }
 
-// release gives p back with a context that outlives the query's.
+// release gives p back with a context that outlives the query's. Its error
+// is not returned: the query already succeeded (see WithReleaseTimeout).
 func (i *interceptor) release(ctx context.Context, p *core.Permit) {
 	if p == nil {
 		return
 	}
-	if ctx == nil || p.Lost() == nil {
-		// A permit that can never be lost is held in this process (core's
-		// Permit: "nil: the lease can never be lost"): its release does no
-		// I/O, so it needs neither a detached context nor a timer.
+	if ctx == nil { // the legacy driver paths
 		ctx = context.Background()
 	}
-	if p.Lost() == nil {
-		_ = p.Release(ctx)
-		return
-	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), i.cfg.releaseTimeout)
-	_ = p.Release(rctx) // see WithReleaseTimeout: the query already succeeded
-	cancel()
+	_ = p.ReleaseDetached(ctx, i.cfg.releaseTimeout)
 }
 
 func (i *interceptor) ConnExecContext(ctx context.Context, conn driver.ExecerContext, query string, args []driver.NamedValue) (driver.Result, error) {

@@ -173,15 +173,7 @@ func (t Ticket) Release(ctx context.Context) error {
 	if p == nil || p.Released() {
 		return nil
 	}
-	var err error
-	if p.Lost() == nil {
-		// No lease, so no backend round trip: ctx is not used.
-		err = p.Release(ctx)
-	} else {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.c.o.releaseTimeout)
-		err = p.Release(rctx)
-		cancel()
-	}
+	err := p.ReleaseDetached(ctx, t.c.o.releaseTimeout)
 	if obs := t.c.o.observer; obs != nil {
 		select {
 		case <-p.Lost():
