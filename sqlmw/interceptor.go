@@ -117,22 +117,7 @@ func (i *interceptor) ConnQueryContext(ctx context.Context, conn driver.QueryerC
 		rows, err := conn.QueryContext(ctx, query, args)
 		return ctx, rows, err
 	}
-	p, err := i.acquire(ctx, query)
-	if err != nil {
-		return ctx, nil, err
-	}
-	held := false
-	defer func() {
-		if !held { // an error (driver.ErrSkip included) or a panic
-			i.release(ctx, p)
-		}
-	}()
-	rows, err := conn.QueryContext(ctx, query, args)
-	if err != nil || p == nil {
-		return ctx, rows, err
-	}
-	held = true
-	return context.WithValue(ctx, permitKey{i}, p), rows, nil
+	return i.query(ctx, query, func() (driver.Rows, error) { return conn.QueryContext(ctx, query, args) })
 }
 
 func (i *interceptor) StmtExecContext(ctx context.Context, stmt driver.StmtExecContext, query string, args []driver.NamedValue) (driver.Result, error) {
@@ -152,6 +137,13 @@ func (i *interceptor) StmtQueryContext(ctx context.Context, stmt driver.StmtQuer
 		rows, err := stmt.QueryContext(ctx, args)
 		return ctx, rows, err
 	}
+	return i.query(ctx, query, func() (driver.Rows, error) { return stmt.QueryContext(ctx, args) })
+}
+
+// query runs do under the permit of query. On success the permit goes into
+// the returned ctx, which ngrok/sqlmw hands to RowsClose; on an error
+// (driver.ErrSkip included) or a panic it is released at once.
+func (i *interceptor) query(ctx context.Context, query string, do func() (driver.Rows, error)) (context.Context, driver.Rows, error) {
 	p, err := i.acquire(ctx, query)
 	if err != nil {
 		return ctx, nil, err
@@ -162,7 +154,7 @@ func (i *interceptor) StmtQueryContext(ctx context.Context, stmt driver.StmtQuer
 			i.release(ctx, p)
 		}
 	}()
-	rows, err := stmt.QueryContext(ctx, args)
+	rows, err := do()
 	if err != nil || p == nil {
 		return ctx, rows, err
 	}
