@@ -10,14 +10,16 @@ import (
 	"github.com/distsem/distsem/core"
 )
 
-func keyedBackends(t *testing.T) map[string]func(def int64, opts ...core.Option) *core.Keyed {
-	return map[string]func(int64, ...core.Option) *core.Keyed{
-		"local": func(def int64, opts ...core.Option) *core.Keyed { return core.NewLocalKeyed(def, opts...) },
-		"miniredis": func(def int64, opts ...core.Option) *core.Keyed {
+// keyedBackends makes each keyed backend for the subtest t it is given, so
+// that a skip (no server) skips only that subtest.
+func keyedBackends() map[string]func(t *testing.T, def int64, opts ...core.Option) *core.Keyed {
+	return map[string]func(*testing.T, int64, ...core.Option) *core.Keyed{
+		"local": func(_ *testing.T, def int64, opts ...core.Option) *core.Keyed { return core.NewLocalKeyed(def, opts...) },
+		"miniredis": func(t *testing.T, def int64, opts ...core.Option) *core.Keyed {
 			c, _ := miniClient(t)
 			return core.NewRedisKeyed(c, "routes", def, opts...)
 		},
-		"redis": func(def int64, opts ...core.Option) *core.Keyed {
+		"redis": func(t *testing.T, def int64, opts ...core.Option) *core.Keyed {
 			opts = append([]core.Option{core.WithKeyPrefix(uniquePrefix(t))}, opts...)
 			return core.NewRedisKeyed(realClient(t), "routes", def, opts...)
 		},
@@ -25,10 +27,10 @@ func keyedBackends(t *testing.T) map[string]func(def int64, opts ...core.Option)
 }
 
 func TestKeyedLimitsAndEviction(t *testing.T) {
-	for name, newKeyed := range keyedBackends(t) {
+	for name, newKeyed := range keyedBackends() {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			k := newKeyed(2, core.WithLimits(map[string]int64{"/slow": 1}), core.WithMaxIdleKeys(8))
+			k := newKeyed(t, 2, core.WithLimits(map[string]int64{"/slow": 1}), core.WithMaxIdleKeys(8))
 			defer k.Close()
 			p, err := k.Acquire(ctx, "/slow")
 			ok(t, err)
