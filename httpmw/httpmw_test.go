@@ -23,7 +23,7 @@ func TestMain(m *testing.M) {
 	if serveChild() { // see process_test.go
 		return
 	}
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(coretest.Exit))
 }
 
 // gate is a handler that counts the requests inside it and holds each one

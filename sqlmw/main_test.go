@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/distsem/distsem/core/coretest"
 )
 
 // TestMain runs the test binary as a PostgreSQL worker (see
@@ -27,5 +29,5 @@ func TestMain(m *testing.M) {
 			code = 1
 		}
 	}
-	os.Exit(code)
+	coretest.Exit(code)
 }

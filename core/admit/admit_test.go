@@ -17,7 +17,7 @@ import (
 	"github.com/distsem/distsem/core/coretest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.Cleanup(coretest.Exit)) }
 
 // recorder is an Observer that keeps every event.
 type recorder struct {

@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	coretest.Exit(m.Run())
 }
 
 // syncBuffer is a bytes.Buffer for the parent and the workers' stderr.

@@ -1,0 +1,194 @@
+package coretest_test
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"github.com/distsem/distsem/core/coretest"
+)
+
+// childEnv makes the test binary act as a process that starts the shared
+// servers, prints their addresses, and then exits in the way the value
+// names ("exit" or "hang", to be killed by the parent).
+const childEnv = "DISTSEM_CORETEST_CHILD"
+
+func TestMain(m *testing.M) {
+	if how := os.Getenv(childEnv); how != "" {
+		os.Exit(child(how))
+	}
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		coretest.StopServers()
+		os.Exit(code)
+	}))
+}
+
+// child runs the shared-server lookups outside of go test's control, as a
+// test binary does, and reports what it got on stdout.
+func child(how string) int {
+	var t fakeTB
+	fmt.Println("redis", coretest.RedisAddr(&t))
+	if strings.Contains(how, "pg") {
+		fmt.Println("postgres", coretest.PostgresDSN(&t))
+	}
+	fmt.Println("ready")
+	if strings.HasPrefix(how, "hang") {
+		select {} // until the parent kills us
+	}
+	return 0
+}
+
+// fakeTB lets child call the lookups outside a test; any failure ends the
+// process.
+type fakeTB struct{ testing.TB }
+
+func (*fakeTB) Helper()                   {}
+func (*fakeTB) Fatalf(f string, a ...any) { fmt.Println("FATAL", fmt.Sprintf(f, a...)); os.Exit(3) }
+func (*fakeTB) Skipf(f string, a ...any)  { fmt.Println("SKIP", fmt.Sprintf(f, a...)); os.Exit(4) }
+
+func TestStartRedisKillRestart(t *testing.T) {
+	s := coretest.StartRedis(t, "--maxmemory", "10mb")
+	addr := s.Addr()
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer c.Close()
+	ctx := t.Context()
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.ConfigGet(ctx, "maxmemory").Val()["maxmemory"]; got != "10485760" {
+		t.Fatalf("extra argument not applied: maxmemory %q", got)
+	}
+
+	s.Kill()
+	if conn, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		conn.Close()
+		t.Fatal("the killed server still accepts connections")
+	}
+	if err := c.Ping(ctx).Err(); err == nil {
+		t.Fatal("PING succeeded against a killed server")
+	}
+	s.Kill() // killing a dead server does nothing
+
+	s.Restart()
+	if s.Addr() != addr {
+		t.Fatalf("restart moved the server from %s to %s", addr, s.Addr())
+	}
+	if err := c.Get(ctx, "k").Err(); err != redis.Nil {
+		t.Fatalf("data survived the restart: GET k = %v", err)
+	}
+	s.Restart() // restarting a running server works too
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	s.Stop()
+	if _, err := os.Stat(s.Dir()); !os.IsNotExist(err) {
+		t.Fatalf("Stop left the directory %s: %v", s.Dir(), err)
+	}
+}
+
+// The shared servers die with the test binary (the child here), whether it
+// exits normally or is killed.
+func TestSharedServersDieWithProcess(t *testing.T) {
+	for _, how := range []string{"exit", "hang"} {
+		t.Run(how, func(t *testing.T) {
+			mode := how
+			if how == "exit" {
+				mode += "+pg" // PostgreSQL takes a second or two; check it once
+			}
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(withoutServers(), childEnv+"="+mode)
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			sc := bufio.NewScanner(out)
+			for sc.Scan() && sc.Text() != "ready" {
+				k, v, _ := strings.Cut(sc.Text(), " ")
+				got[k] = v
+			}
+			if msg, ok := got["SKIP"]; ok {
+				cmd.Wait()
+				t.Skip(msg) // not installed, and CI is not set
+			}
+			if how == "hang" {
+				cmd.Process.Signal(syscall.SIGKILL)
+			}
+			err = cmd.Wait()
+			t.Logf("child: %v, %v", got, err)
+			if got["redis"] == "" {
+				t.Fatalf("child did not start Redis: %v", got)
+			}
+			addrs := []string{got["redis"]}
+			if dsn := got["postgres"]; dsn != "" {
+				addrs = append(addrs, strings.TrimSuffix(strings.Split(dsn, "@")[1], "/postgres?sslmode=disable"))
+			} else if strings.Contains(mode, "pg") {
+				t.Fatalf("child did not start PostgreSQL: %v", got)
+			}
+			for _, a := range addrs {
+				waitRefused(t, a)
+			}
+		})
+	}
+}
+
+// waitRefused waits until nothing listens on addr any more (servers may
+// take a moment to exit after their parent died).
+func waitRefused(t *testing.T, addr string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return
+		}
+		c.Close()
+		if time.Now().After(deadline) {
+			t.Fatalf("a server still listens on %s after its test binary ended", addr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func withoutServers() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "DISTSEM_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// With no address given and no redis-server on PATH, a test skips, and
+// fails when CI is set.
+func TestMissingServerSkipsOrFails(t *testing.T) {
+	for _, ci := range []string{"", "1"} {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		var env []string
+		for _, kv := range withoutServers() {
+			if !strings.HasPrefix(kv, "PATH=") && !strings.HasPrefix(kv, "CI=") {
+				env = append(env, kv)
+			}
+		}
+		cmd.Env = append(env, "PATH="+t.TempDir(), "CI="+ci, childEnv+"=exit")
+		out, _ := cmd.Output()
+		want := map[string]string{"": "SKIP", "1": "FATAL"}[ci]
+		if !strings.HasPrefix(string(out), want+" ") || !strings.Contains(string(out), "redis-server not installed") {
+			t.Errorf("CI=%q: got %q, want a line starting %q naming redis-server", ci, out, want)
+		}
+	}
+}

@@ -1,0 +1,33 @@
+//go:build !linux
+
+package coretest
+
+import (
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// Starting servers needs the parent-death signal, which only Linux has, so
+// that no server outlives the test binary. Elsewhere the tests use the
+// DISTSEM_* variables or skip.
+const autostartSupported = false
+
+type credential = any
+
+type proc struct{}
+
+func startProc(*exec.Cmd, syscall.Signal, credential) (*proc, error) {
+	return nil, errUnsupportedOS
+}
+
+func (p *proc) alive() bool                                 { return false }
+func (p *proc) signalAndWait(syscall.Signal, time.Duration) {}
+func (p *proc) wait()                                       {}
+func (p *proc) waitOrKillGroup(time.Duration)               {}
+
+func postgresCredential() (credential, int, int, error) {
+	return nil, 0, 0, errUnsupportedOS
+}
+
+func processExists(int) bool { return true }
