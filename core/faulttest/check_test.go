@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/internal/faultproxy"
 )
 
 // redisState is what Redis records for one semaphore.
@@ -161,23 +162,30 @@ type footprint struct {
 	heap       uint64
 }
 
-func measure() footprint {
+// measure returns the footprint; the goroutines that proxies run for their
+// open connections (four each: the pool of a client decides how many stay
+// open) do not count.
+func measure(pxs ...*faultproxy.Proxy) footprint {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return footprint{runtime.NumGoroutine(), ms.HeapAlloc}
+	n := runtime.NumGoroutine()
+	for _, px := range pxs {
+		n -= 4 * px.Conns()
+	}
+	return footprint{n, ms.HeapAlloc}
 }
 
 // awaitFlat waits (up to bound, for bounded clean-up to finish) until the
 // goroutines are back to base and asserts the heap did not grow by more
 // than 8 MiB. It returns the last footprint.
-func awaitFlat(t testing.TB, base footprint, bound time.Duration) footprint {
+func awaitFlat(t testing.TB, base footprint, bound time.Duration, pxs ...*faultproxy.Proxy) footprint {
 	t.Helper()
 	begin := time.Now()
-	f := measure()
+	f := measure(pxs...)
 	for f.goroutines > base.goroutines && time.Since(begin) < bound {
 		time.Sleep(50 * time.Millisecond)
-		f = measure()
+		f = measure(pxs...)
 	}
 	if f.goroutines > base.goroutines {
 		buf := make([]byte, 1<<20)

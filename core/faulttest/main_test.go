@@ -1,6 +1,7 @@
 package faulttest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -9,8 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 )
+
+// quiet drops go-redis's log lines.
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
 
 // childEnv names the mode of a child process started by re-running this
 // test binary (see sigkill_test.go).
@@ -22,6 +29,7 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(childEnv); mode != "" {
 		os.Exit(runChild(mode))
 	}
+	redis.SetLogger(quiet{}) // a refused dial is the point of some scenarios
 	code := m.Run()
 	stopShared()
 	if code == 0 {

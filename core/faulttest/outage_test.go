@@ -72,11 +72,11 @@ func outage(t *testing.T, srv *server, mode faultproxy.Mode, polName string, pol
 	if err != nil {
 		t.Fatal(err)
 	}
-	queuedCtx, cancelQueued := context.WithTimeout(bg, 30*time.Second)
+	queuedCtx, cancelQueued := context.WithTimeout(bg, 4*ttl)
 	defer cancelQueued()
 	queued := call(func() (*core.Permit, error) { return sem.Acquire(queuedCtx) })
 	awaitWaiting(t, other, 1, 10*time.Second)
-	base := measure()
+	base := measure(px)
 
 	if err := px.SetMode(mode); err != nil {
 		t.Fatal(err)
@@ -138,16 +138,13 @@ func outage(t *testing.T, srv *server, mode faultproxy.Mode, polName string, pol
 		late = append(late, timed{what: "waiter queued before the outage", ch: queued})
 	}
 	if firstFallback > 0 {
-		figure(t, scenario, "first_fallback_permit", firstFallback)
+		figure(t, scenario, "first_fallback_permit", firstFallback) // issue 7 defect 5
 	}
 
 	if err := px.SetMode(faultproxy.Pass); err != nil {
 		t.Fatal(err)
 	}
 	healAt := time.Now()
-	for _, c := range late {
-		drain(t, scenario+": "+c.what, c.ch)
-	}
 	release(full)
 	// Normal service: a Redis-issued permit through the healed proxy.
 	var back time.Duration
@@ -170,10 +167,13 @@ func outage(t *testing.T, srv *server, mode faultproxy.Mode, polName string, pol
 	if back > time.Second+slack {
 		t.Errorf("normal service %v after the heal, want within 1s (+%v slack)", back, slack)
 	}
+	for _, c := range late {
+		drain(t, scenario+": "+c.what, c.ch)
+	}
 	free := awaitFree(t, other, limit, ttl+slack)
 	checkCounts(t, other, direct, pfx, name)
 	figure(t, scenario, "all_permits_free_after_heal", time.Since(healAt)-back+free)
-	awaitFlat(t, base, ttl+slack)
+	awaitFlat(t, base, ttl+slack, px)
 }
 
 // checkPolicy asserts that r is what the failure policy promises.
