@@ -67,8 +67,17 @@ func checkCounts(t testing.TB, sem *core.Redis, c *redis.Client, prefix, name st
 	var st redisState
 	for i, when := range []string{"as found", "after Stats"} {
 		if i == 1 {
-			if _, err := sem.Stats(ctx); err != nil {
-				t.Errorf("Stats: %v", err)
+			// Stats may be refused for a while after a fault (a circuit
+			// breaker cooling down): retry it.
+			for {
+				_, err := sem.Stats(ctx)
+				if err == nil {
+					break
+				}
+				if ctx.Err() != nil {
+					t.Fatalf("Stats: %v", err)
+				}
+				time.Sleep(50 * time.Millisecond)
 			}
 		}
 		var err error

@@ -20,7 +20,7 @@ var policies = []struct {
 }{
 	{"FailClosed", core.FailClosed},
 	{"FailOpen", core.FailOpen},
-	{"FailLocal", core.FailLocal(1)},
+	{"FailLocal", core.FailLocal(8)}, // enough local permits for every concurrent call
 }
 
 // TestOutage blackholes, or refuses, the connection to Redis under each
