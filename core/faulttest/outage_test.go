@@ -129,6 +129,15 @@ func outage(t *testing.T, srv *server, mode faultproxy.Mode, polName string, pol
 		}
 		release(r.p)
 	}
+	// After these failures a circuit breaker may be open: one more call
+	// shows how fast the policy then applies (issue 7 defect 5).
+	after := withCtx(time.Second, 0, try)
+	if r, ok := await(t, scenario+": TryAcquire after the failures", after, time.Second+slack); ok {
+		figure(t, scenario, "call", "TryAcquire after the failures", "answered", r.elapsed, "err", errString(r.err))
+		release(r.p)
+	} else {
+		late = append(late, timed{what: "TryAcquire after the failures", ch: after})
+	}
 	// The waiter queued before the outage gets the policy within one TTL.
 	if r, ok := await(t, scenario+": waiter queued before the outage", queued, ttl+slack); ok {
 		figure(t, scenario, "call", "queued waiter", "answered_after_fault", time.Since(faultAt), "err", errString(r.err))
