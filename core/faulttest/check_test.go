@@ -230,13 +230,17 @@ func call(f func() (*core.Permit, error)) <-chan result {
 	return ch
 }
 
-// await returns the result of ch if it comes within bound; otherwise it
-// reports an error and returns ok false. The call is still running then:
-// collect it later with drain, after healing the fault.
+// await returns the result of ch if the call answered within bound of its
+// start (otherwise it reports an error), and ok false if it has not answered
+// by bound from now: the call is still running then; collect it later with
+// drain, after healing the fault.
 func await(t testing.TB, what string, ch <-chan result, bound time.Duration) (result, bool) {
 	t.Helper()
 	select {
 	case r := <-ch:
+		if r.elapsed > bound {
+			t.Errorf("%s: answered after %v, want within %v", what, r.elapsed, bound)
+		}
 		return r, true
 	case <-time.After(bound):
 		t.Errorf("%s: no answer within %v", what, bound)

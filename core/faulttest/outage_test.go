@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/internal/faultproxy"
 )
@@ -35,17 +37,28 @@ func TestOutage(t *testing.T) {
 	srv := sharedServer(t)
 	for _, mode := range []faultproxy.Mode{faultproxy.Blackhole, faultproxy.Refuse} {
 		for _, pol := range policies {
-			t.Run(mode.String()+"/"+pol.name, func(t *testing.T) { outage(t, srv, mode, pol.name, pol.p) })
+			t.Run(mode.String()+"/"+pol.name, func(t *testing.T) { outage(t, srv, mode, pol.name, pol.p, false) })
 		}
+	}
+	// go-redis ignores a ctx's deadline on the socket unless
+	// ContextTimeoutEnabled is set: the same blackhole with it set shows
+	// what core does when go-redis honours the ctx.
+	for _, pol := range policies {
+		t.Run("blackhole-ctxclient/"+pol.name, func(t *testing.T) { outage(t, srv, faultproxy.Blackhole, pol.name, pol.p, true) })
 	}
 }
 
-func outage(t *testing.T, srv *server, mode faultproxy.Mode, polName string, pol core.FailurePolicy) {
+func outage(t *testing.T, srv *server, mode faultproxy.Mode, polName string, pol core.FailurePolicy, ctxClient bool) {
 	const (
 		limit = 2
 		ttl   = 2 * time.Second
 	)
 	scenario := "outage/" + mode.String() + "/" + polName
+	var clientOpts []func(*redis.Options)
+	if ctxClient {
+		scenario = "outage/blackhole-ctxclient/" + polName
+		clientOpts = append(clientOpts, func(o *redis.Options) { o.ContextTimeoutEnabled = true })
+	}
 	pfx, name := prefix(t), "outage"
 	direct := newClient(t, srv.addr())
 	other := core.NewRedis(direct, name, limit, core.WithKeyPrefix(pfx), core.WithDefaultLeaseTTL(ttl))
@@ -57,9 +70,9 @@ func outage(t *testing.T, srv *server, mode faultproxy.Mode, polName string, pol
 	}
 	defer px.Close()
 	opts := []core.Option{core.WithKeyPrefix(pfx), core.WithDefaultLeaseTTL(ttl), core.WithFailurePolicy(pol)}
-	sem := core.NewRedis(newClient(t, px.Addr()), name, limit, opts...)
+	sem := core.NewRedis(newClient(t, px.Addr(), clientOpts...), name, limit, opts...)
 	defer sem.Close()
-	fresh := core.NewRedis(newClient(t, px.Addr()), name, limit, opts...) // a new process: never subscribed
+	fresh := core.NewRedis(newClient(t, px.Addr(), clientOpts...), name, limit, opts...) // a new process: never subscribed
 	defer fresh.Close()
 
 	bg := context.Background()
