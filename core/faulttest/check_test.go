@@ -216,7 +216,8 @@ func awaitFlat(t testing.TB, base footprint, bound time.Duration, pxs ...*faultp
 type result struct {
 	p       *core.Permit
 	err     error
-	elapsed time.Duration
+	elapsed time.Duration // from the call's start
+	done    time.Time
 }
 
 // call runs f in a goroutine and returns a channel that gets its result.
@@ -225,7 +226,7 @@ func call(f func() (*core.Permit, error)) <-chan result {
 	begin := time.Now()
 	go func() {
 		p, err := f()
-		ch <- result{p, err, time.Since(begin)}
+		ch <- result{p, err, time.Since(begin), time.Now()}
 	}()
 	return ch
 }
@@ -236,13 +237,28 @@ func call(f func() (*core.Permit, error)) <-chan result {
 // drain, after healing the fault.
 func await(t testing.TB, what string, ch <-chan result, bound time.Duration) (result, bool) {
 	t.Helper()
+	return awaitFrom(t, what, ch, time.Time{}, bound)
+}
+
+// awaitFrom is await with the bound counted from since (the call's start if
+// since is zero).
+func awaitFrom(t testing.TB, what string, ch <-chan result, since time.Time, bound time.Duration) (result, bool) {
+	t.Helper()
+	wait := bound
+	if !since.IsZero() {
+		wait = max(0, bound-time.Since(since))
+	}
 	select {
 	case r := <-ch:
-		if r.elapsed > bound {
-			t.Errorf("%s: answered after %v, want within %v", what, r.elapsed, bound)
+		took := r.elapsed
+		if !since.IsZero() {
+			took = r.done.Sub(since)
+		}
+		if took > bound {
+			t.Errorf("%s: answered after %v, want within %v", what, took, bound)
 		}
 		return r, true
-	case <-time.After(bound):
+	case <-time.After(wait):
 		t.Errorf("%s: no answer within %v", what, bound)
 		return result{}, false
 	}

@@ -65,6 +65,7 @@ func closeIn(t *testing.T, mode faultproxy.Mode, state string) {
 	if err := px.SetMode(mode); err != nil {
 		t.Fatal(err)
 	}
+	closeAt := time.Now()
 	closed := call(func() (*core.Permit, error) { return nil, sem.Close() })
 	r, ok := await(t, scenario+": Close", closed, bound+slack)
 	var lateClose bool
@@ -83,7 +84,7 @@ func closeIn(t *testing.T, mode faultproxy.Mode, state string) {
 	}
 	var late []<-chan result
 	for i, w := range waiters {
-		r, ok := await(t, scenario+": queued waiter", w, bound+slack)
+		r, ok := awaitFrom(t, scenario+": queued waiter", w, closeAt, bound+slack)
 		if !ok {
 			late = append(late, w)
 			continue

@@ -152,7 +152,7 @@ func outage(t *testing.T, srv *server, mode faultproxy.Mode, polName string, pol
 		late = append(late, timed{what: "TryAcquire after the failures", ch: after})
 	}
 	// The waiter queued before the outage gets the policy within one TTL.
-	if r, ok := await(t, scenario+": waiter queued before the outage", queued, ttl+slack); ok {
+	if r, ok := awaitFrom(t, scenario+": waiter queued before the outage", queued, faultAt, ttl+slack); ok {
 		figure(t, scenario, "call", "queued waiter", "answered_after_fault", time.Since(faultAt), "err", errString(r.err))
 		checkPolicy(t, "waiter queued before the outage", polName, r)
 		release(r.p)
