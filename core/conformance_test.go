@@ -142,11 +142,21 @@ func waitQueued(t *testing.T, s sem, n int64) {
 	}
 }
 
+// wantStats waits until s shows inUse permits held and waiting callers
+// queued, and fails if that does not happen within 10s. It polls, because
+// a cancelled or closed waiter's clean-up reaches Redis in the background:
+// the caller does not wait for it.
 func wantStats(t *testing.T, s sem, inUse, waiting int64) {
 	t.Helper()
-	st := stats(t, s)
-	if st.InUse != inUse || st.Waiting != waiting {
-		t.Fatalf("stats = %+v, want in use %d, waiting %d", st, inUse, waiting)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st := stats(t, s)
+		if st.InUse == inUse && st.Waiting == waiting {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stats = %+v, want in use %d, waiting %d", st, inUse, waiting)
+		}
 	}
 }
 

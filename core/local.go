@@ -198,6 +198,17 @@ func (s *Local) SetLimit(_ context.Context, limit int64) error {
 	}
 	s.mu.Lock()
 	s.limit = limit
+	// Every queued request heavier than the new limit fails now, not only
+	// when it reaches the head.
+	for e := s.waiters.Front(); e != nil; {
+		next := e.Next()
+		if w := e.Value.(*localWaiter); w.n > limit {
+			w.err = invalid("weight %d exceeds the limit %d of %q", w.n, limit, s.name)
+			s.waiters.Remove(e)
+			close(w.ready)
+		}
+		e = next
+	}
 	s.notifyWaiters()
 	s.mu.Unlock()
 	return nil

@@ -18,6 +18,7 @@ type config struct {
 	onError  func(error)
 	limits   map[string]int64
 	maxIdle  int
+	fault    faultConfig // options_fault.go
 }
 
 func defaultConfig() config {

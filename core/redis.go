@@ -21,6 +21,7 @@ type Redis struct {
 	limit    int64 // configured; the limit stored in Redis wins
 	owned    bool  // Close closes b
 	fallback *Local
+	clock    serverClock // Redis TIME against the local clock
 }
 
 var _ Semaphore = (*Redis)(nil)

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 func (s *Redis) acquire(ctx context.Context, try bool, opts []AcquireOption) (*Permit, error) {
@@ -18,6 +16,9 @@ func (s *Redis) acquire(ctx context.Context, try bool, opts []AcquireOption) (*P
 	if ctx.Err() != nil {
 		return nil, ctxError(ctx, s.name)
 	}
+	if s.b.isClosed() {
+		return nil, ErrClosed
+	}
 	if try {
 		id := s.b.newID()
 		r, err := s.runAcquire(ctx, id, a, true)
@@ -27,7 +28,7 @@ func (s *Redis) acquire(ctx context.Context, try bool, opts []AcquireOption) (*P
 		case err != nil:
 			return nil, err
 		case r.code == 1:
-			return s.granted(id, a, r.value, r.nowUS, 0), nil
+			return s.granted(ctx, id, a, r.value, r.nowUS, 0)
 		}
 		return nil, fmt.Errorf("%w: %q", ErrNoPermit, s.name)
 	}
@@ -52,6 +53,8 @@ func (s *Redis) acquire(ctx context.Context, try bool, opts []AcquireOption) (*P
 
 // wait enqueues and waits for the grant. A waiter evicted from the queue
 // while alive (its heartbeats failed for 2/3 of its TTL) queues again.
+// Whatever Redis does, it returns by ctx's end: the clean-up that must still
+// reach Redis (leaving the queue) runs in the background.
 func (s *Redis) wait(ctx context.Context, a acquireConfig) (p *Permit, err error) {
 	w := &redisWaiter{s: s, id: s.b.newID(), ttl: a.ttl, ch: make(chan grantNote, 1)}
 	var start time.Time // set once queued
@@ -73,7 +76,7 @@ func (s *Redis) wait(ctx context.Context, a acquireConfig) (p *Permit, err error
 			return nil, err
 		}
 		if r.code == 1 {
-			return s.granted(w.id, a, r.value, r.nowUS, since(start)), nil
+			return s.granted(ctx, w.id, a, r.value, r.nowUS, since(start))
 		}
 		s.b.queued(w, r.value)
 		queueUS = r.nowUS
@@ -86,57 +89,96 @@ func (s *Redis) wait(ctx context.Context, a acquireConfig) (p *Permit, err error
 		select {
 		case n = <-w.ch:
 		case <-ctx.Done():
-			s.b.removeWaiter(w)
-			s.leave(ctx, w.id, a.ttl)
-			return nil, ctxError(ctx, s.name)
+			if s.b.removeWaiter(w) {
+				s.leave(ctx, w.id, a.ttl)
+				return nil, ctxError(ctx, s.name)
+			}
+			n = <-w.ch // delivered meanwhile: handled below
 		case <-s.b.stop:
-			s.b.removeWaiter(w)
-			s.leave(ctx, w.id, a.ttl)
-			return nil, ErrClosed
+			// Close took every waiter out of the Redis queue and sent
+			// each a note; a grant delivered before it is handled below.
+			if s.b.removeWaiter(w) {
+				s.leave(ctx, w.id, a.ttl)
+				return nil, ErrClosed
+			}
+			n = <-w.ch
 		}
 		switch {
 		case n.token == -1:
 			return nil, invalid("weight %d exceeds the lowered limit of %q", a.weight, s.name)
 		case n.token == -2:
 			continue // evicted while alive: queue again
+		case n.token == noteClosed:
+			return nil, ErrClosed
+		case n.token == noteOutage:
+			s.leave(ctx, w.id, a.ttl)
+			return nil, unavailable("acquire", s.name, errOutage)
 		case ctx.Err() != nil:
 			// Granted as ctx ended: pass the permit on (go.dev/issue/63615).
 			s.leave(ctx, w.id, a.ttl)
 			return nil, ctxError(ctx, s.name)
 		}
-		p := s.granted(w.id, a, n.token, n.grantUS, time.Since(start))
-		p.queueUS = queueUS
-		return p, nil
+		p, err := s.granted(ctx, w.id, a, n.token, n.grantUS, time.Since(start))
+		if p != nil {
+			p.queueUS = queueUS
+		}
+		return p, err
 	}
 }
+
+// Notes that the process makes itself, never sent by Redis.
+const (
+	noteClosed = -10 // Close took the waiter out of the queue
+	noteOutage = -11 // the backend has been unreachable for the outage grace
+)
+
+var errOutage = errors.New("backend unreachable for longer than the outage grace")
 
 // runAcquire runs the acquire script for id: code 1 granted (value = token),
 // 0 no permit (try), 2 queued (value = ms to the earliest lease end). A
 // weight above the limit is an ErrInvalidArgument error. If the round trip
-// fails, the script may still have run, so id is taken back out of the
-// queue (or its permit released) before the error is returned: the ctx's
-// error, or ErrUnavailable.
+// fails, the script may still run later, so id is taken back out of the
+// queue (or its permit released) in the background, and the script carries
+// a deadline in server time after which Redis refuses it. The error is the
+// ctx's, or ErrUnavailable.
 func (s *Redis) runAcquire(ctx context.Context, id string, a acquireConfig, try bool) (reply, error) {
 	tryArg := 0
 	if try {
 		tryArg = 1
 	}
-	r, err := s.run(ctx, scriptAcquire, s.limit, id, a.weight, a.ttl.Milliseconds(), tryArg)
-	if err != nil {
-		if !neverSent(err) {
-			s.leave(ctx, id, a.ttl)
+	for attempt := 0; ; attempt++ {
+		deadline := s.serverDeadline(ctx, attempt > 0)
+		r, err := s.run(ctx, scriptAcquire, s.limit, id, a.weight, a.ttl.Milliseconds(), tryArg, deadline, s.b.checkLive)
+		if err != nil {
+			if !neverSent(err) {
+				s.leave(ctx, id, a.ttl)
+			}
+			if ctx.Err() != nil {
+				return r, ctxError(ctx, s.name)
+			}
+			err = unavailable("acquire", s.name, err)
+			s.b.report(s.label, err)
+			return r, err
 		}
-		if ctx.Err() != nil {
-			return r, ctxError(ctx, s.name)
+		switch r.code {
+		case -1:
+			return r, invalid("weight %d exceeds the limit %d of %q", a.weight, r.limit, s.name)
+		case -3:
+			// Redis found the request past its deadline although this
+			// process does not: the clock estimate was off. It has been
+			// corrected from this reply; try once more.
+			if attempt == 0 && ctx.Err() == nil {
+				continue
+			}
+			return r, unavailable("acquire", s.name, errors.New("request reached Redis after its deadline"))
+		case -4:
+			if s.b.isClosed() {
+				return r, ErrClosed
+			}
+			return r, unavailable("acquire", s.name, errors.New("request id already released"))
 		}
-		err = unavailable("acquire", s.name, err)
-		s.b.report(s.label, err)
-		return r, err
+		return r, nil
 	}
-	if r.code == -1 {
-		return r, invalid("weight %d exceeds the limit %d of %q", a.weight, r.limit, s.name)
-	}
-	return r, nil
 }
 
 func since(t time.Time) time.Duration {
@@ -146,34 +188,70 @@ func since(t time.Time) time.Duration {
 	return time.Since(t)
 }
 
-// granted makes the permit of holder id and tracks it for renewal.
-func (s *Redis) granted(id string, a acquireConfig, token, grantUS int64, waited time.Duration) *Permit {
+// granted makes the permit of holder id and tracks it for renewal. After
+// Close it gives the permit back instead and returns ErrClosed.
+func (s *Redis) granted(ctx context.Context, id string, a acquireConfig, token, grantUS int64, waited time.Duration) (*Permit, error) {
 	p := &Permit{owner: s, weight: a.weight, token: token, id: id, ttl: a.ttl.Milliseconds(),
 		lost: make(chan struct{}), grantUS: grantUS}
-	s.b.hold(s, p)
+	if !s.b.hold(s, p) {
+		s.leave(ctx, id, a.ttl)
+		return nil, ErrClosed
+	}
 	s.b.cfg.observe(Event{Kind: EventAcquired, Name: s.label, Weight: a.weight, Wait: waited})
-	return p
+	return p, nil
 }
 
 // leave takes waiter id out of the queue, or releases its permit if the
-// grant raced, with a ctx that outlives the caller's. On failure the entry
-// expires by itself within the lease TTL.
+// grant raced, and leaves a tombstone that refuses a late copy of its
+// acquire. It never blocks the caller: it runs in the background, retried
+// for at most a third of ttl (each try bounded by the operation timeout),
+// and stops retrying at Close. If it never arrives, the queue entry expires
+// by itself within 2/3 of ttl, and a permit granted meanwhile within ttl.
 func (s *Redis) leave(ctx context.Context, id string, ttl time.Duration) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ttl)
+	ctx = context.WithoutCancel(ctx)
+	if !s.b.goBackground(func() { s.releaseID(ctx, id, ttl, ttl/3) }) {
+		// Closed: one bounded try, done before Close's caller returns.
+		ctx, cancel := context.WithTimeout(ctx, s.b.cfg.fault.opTimeout)
+		defer cancel()
+		_, _ = s.run(ctx, scriptRelease, s.limit, id, ttl.Milliseconds())
+	}
+}
+
+// releaseID runs the idempotent release script for id until it succeeds,
+// budget passes or the backend closes, and returns its code.
+func (s *Redis) releaseID(ctx context.Context, id string, ttl, budget time.Duration) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
-	if _, err := s.run(ctx, scriptRelease, s.limit, id); err != nil {
-		s.b.report(s.label, unavailable("leave queue", s.name, err))
+	backoff := 20 * time.Millisecond
+	for {
+		r, err := s.run(ctx, scriptRelease, s.limit, id, ttl.Milliseconds())
+		if err == nil {
+			return r.code, nil
+		}
+		if ctx.Err() != nil {
+			s.b.report(s.label, unavailable("leave queue", s.name, err))
+			return 0, err
+		}
+		select {
+		case <-ctx.Done():
+		case <-s.b.stop:
+			return 0, err
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, time.Second)
 	}
 }
 
 // neverSent reports whether err shows the command never reached Redis (the
-// connection could not even be made), so there is nothing to undo.
+// connection could not even be made, or the breaker refused it), so there
+// is nothing to undo.
 func neverSent(err error) bool {
 	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "dial"
+	return errors.Is(err, errBreakerOpen) || errors.As(err, &op) && op.Op == "dial"
 }
 
-// failed applies the failure policy to a backend error.
+// failed applies the failure policy to a backend error. Permits of the
+// fail-open and fail-local policies carry token 0.
 func (s *Redis) failed(ctx context.Context, op string, cause error, try bool, opts []AcquireOption, weight int64) (*Permit, error) {
 	err := cause
 	if !errors.Is(err, ErrUnavailable) {
@@ -184,48 +262,44 @@ func (s *Redis) failed(ctx context.Context, op string, cause error, try bool, op
 	case 1:
 		return &Permit{owner: nopOwner{}, weight: weight}, nil
 	case 2:
+		var p *Permit
 		if try {
-			return s.fallback.TryAcquire(ctx, opts...)
+			p, err = s.fallback.TryAcquire(ctx, opts...)
+		} else {
+			p, err = s.fallback.Acquire(ctx, opts...)
 		}
-		return s.fallback.Acquire(ctx, opts...)
+		if p != nil {
+			p.token = 0 // never mistaken for a Redis token
+		}
+		return p, err
 	}
 	return nil, err
 }
 
+// release gives p back. The release script is idempotent, so a round trip
+// whose reply was lost is retried within ctx: Release reports success when
+// the release took effect. If ctx ends first, it returns ErrUnavailable and
+// the release goes on in the background for a third of the lease.
 func (s *Redis) release(ctx context.Context, p *Permit) error {
 	s.b.unhold(s, p)
+	ttl := time.Duration(p.ttl) * time.Millisecond
 	if ctx.Err() != nil {
 		// A request ctx is often over by release time; giving up here
 		// would hold the permit until its lease ends.
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), time.Duration(p.ttl)*time.Millisecond)
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), ttl)
 		defer cancel()
 	}
-	r, err := s.run(ctx, scriptRelease, s.limit, p.id)
+	code, err := s.releaseID(ctx, p.id, ttl, ttl)
 	if err != nil {
+		s.leave(ctx, p.id, ttl)
 		err = unavailable("release", s.name, err)
 		s.b.report(s.label, err)
 		return err
 	}
 	s.b.cfg.observe(Event{Kind: EventReleased, Name: s.label, Weight: p.weight})
-	if r.code != 1 {
+	if code != 1 {
 		return fmt.Errorf("%w: %q token %d", ErrNotHeld, s.name, p.token)
 	}
 	return nil
-}
-
-// run runs one script on s's keys with ARGV = limit, channel, args...,
-// and delivers the grants its reply carries for this process's waiters
-// (the in-process hand-off that skips pub/sub).
-func (s *Redis) run(ctx context.Context, sc *redis.Script, limit int64, args ...any) (reply, error) {
-	argv := make([]any, 0, 2+len(args))
-	argv = append(argv, limit, s.b.channel)
-	argv = append(argv, args...)
-	v, err := sc.Run(ctx, s.b.client, s.keys, argv...).Slice()
-	if err != nil {
-		return reply{}, err
-	}
-	r, err := parseReply(v)
-	s.b.deliver(r.notes)
-	return r, err
 }

@@ -24,7 +24,10 @@ type redisBackend struct {
 	idBase  string // random per backend: ids are idBase + a counter
 	idSeq   atomic.Uint64
 
-	subMu  sync.Mutex // serialises subscribing
+	checkLive string        // "1": grants skip waiters whose process stopped listening
+	brk       breaker       // consecutive failures, outage start
+	subSem    chan struct{} // serialises subscribing (a lock that ctx can abandon)
+
 	mu     sync.Mutex
 	pubsub *redis.PubSub // nil until the first wait subscribes
 	// waiters are the Acquire calls of this process that a grant note may
@@ -64,15 +67,25 @@ func newRedisBackend(client redis.UniversalClient, cfg config) *redisBackend {
 		panic(fmt.Sprintf("core: lease TTL %v is below the minimum %v", cfg.leaseTTL, minLeaseTTL))
 	}
 	id := rand.Text()
+	cfg.fault = cfg.fault.resolve(cfg.leaseTTL)
+	// On Cluster, PUBLISH counts only the subscribers of the node that runs
+	// the script, so it cannot tell that a process is gone.
+	check := "1"
+	if _, ok := client.(*redis.ClusterClient); ok {
+		check = "0"
+	}
 	return &redisBackend{
-		client:  client,
-		cfg:     cfg,
-		idBase:  id[:16] + ".", // 80 random bits
-		channel: cfg.prefix + "notify:" + id,
-		waiters: make(map[string]*redisWaiter),
-		sems:    make(map[*Redis]*semTrack),
-		wake:    make(chan struct{}, 1),
-		stop:    make(chan struct{}),
+		checkLive: check,
+		brk:       breaker{failures: cfg.fault.failures, cooldown: cfg.fault.cooldown},
+		subSem:    make(chan struct{}, 1),
+		client:    client,
+		cfg:       cfg,
+		idBase:    id[:16] + ".", // 80 random bits
+		channel:   cfg.prefix + "notify:" + id,
+		waiters:   make(map[string]*redisWaiter),
+		sems:      make(map[*Redis]*semTrack),
+		wake:      make(chan struct{}, 1),
+		stop:      make(chan struct{}),
 	}
 }
 
@@ -96,21 +109,51 @@ func (b *redisBackend) semaphore(name string, limit int64, owned bool) *Redis {
 }
 
 // listen subscribes to this process's channel once, before the first wait,
-// so that no grant can be published before anyone listens.
+// so that no grant can be published before anyone listens. It returns by
+// ctx's end whatever Redis does: the subscription is made in the
+// background, bounded by the operation timeout, and kept if it succeeds
+// after the caller gave up.
 func (b *redisBackend) listen(ctx context.Context) error {
 	if ok, err := b.subscribed(); ok || err != nil {
 		return err
 	}
-	b.subMu.Lock()
-	defer b.subMu.Unlock()
+	select {
+	case b.subSem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	if ok, err := b.subscribed(); ok || err != nil {
+		<-b.subSem
 		return err
 	}
+	if !b.brk.allow(time.Now()) {
+		<-b.subSem
+		return errBreakerOpen
+	}
+	done := make(chan error, 1)
+	if !b.goBackground(func() { defer func() { <-b.subSem }(); done <- b.subscribe(ctx) }) {
+		<-b.subSem
+		return ErrClosed
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (b *redisBackend) subscribe(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.cfg.fault.opTimeout)
+	defer cancel()
 	ps := b.client.Subscribe(ctx, b.channel)
-	if _, err := ps.Receive(ctx); err != nil {
+	_, err := ps.Receive(ctx)
+	if err != nil {
+		b.brk.record(outcomeFailed, time.Now())
 		_ = ps.Close()
 		return err
 	}
+	b.brk.record(outcomeOK, time.Now())
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
@@ -121,6 +164,28 @@ func (b *redisBackend) listen(ctx context.Context) error {
 	b.wg.Add(1)
 	go b.receive(ps)
 	return nil
+}
+
+// goBackground runs f in a goroutine that Close waits for, unless the
+// backend is closed; it reports whether it did.
+func (b *redisBackend) goBackground(f func()) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return false
+	}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		f()
+	}()
+	return true
+}
+
+func (b *redisBackend) isClosed() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.closed
 }
 
 // subscribed reports whether the subscription is up, or ErrClosed.
@@ -179,6 +244,17 @@ func (b *redisBackend) resync() {
 	b.poke()
 }
 
+// resyncSem makes the loop run s's heartbeat now if this process has
+// waiters on s: a lost script reply may have carried their grants.
+func (b *redisBackend) resyncSem(s *Redis) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if t := b.sems[s]; t != nil && len(t.waiting) > 0 {
+		t.nextBeat = time.Time{}
+		b.poke()
+	}
+}
+
 // deliver hands each note to the waiter it names, if it still waits.
 func (b *redisBackend) deliver(notes []grantNote) {
 	if len(notes) == 0 {
@@ -216,8 +292,8 @@ func (b *redisBackend) addWaiter(w *redisWaiter) error {
 func (b *redisBackend) queued(w *redisWaiter, nextMS int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.waiters[w.id] != w {
-		return // already granted
+	if b.closed || b.waiters[w.id] != w {
+		return // closed, or already granted
 	}
 	t := b.track(w.s, w.ttl)
 	t.waiting[w.id] = w
@@ -245,17 +321,17 @@ func (b *redisBackend) removeWaiter(w *redisWaiter) bool {
 	return true
 }
 
-// hold tracks a granted permit for renewal. After Close it marks the
-// permit lost at once.
-func (b *redisBackend) hold(s *Redis, p *Permit) {
+// hold tracks a granted permit for renewal. After Close it does not, and
+// reports false.
+func (b *redisBackend) hold(s *Redis, p *Permit) bool {
 	ttl := time.Duration(p.ttl) * time.Millisecond
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
-		close(p.lost)
-		return
+		return false
 	}
 	b.track(s, ttl).held[p] = time.Now().Add(ttl)
+	return true
 }
 
 func (b *redisBackend) unhold(s *Redis, p *Permit) {
@@ -267,7 +343,7 @@ func (b *redisBackend) unhold(s *Redis, p *Permit) {
 }
 
 // track returns s's tracking state, creating it and starting the loop if
-// needed. b.mu must be held.
+// needed. b.mu must be held, and b must not be closed.
 func (b *redisBackend) track(s *Redis, ttl time.Duration) *semTrack {
 	t := b.sems[s]
 	if t == nil {
@@ -300,10 +376,12 @@ func (b *redisBackend) report(name string, err error) {
 	b.cfg.observe(Event{Kind: EventBackendError, Name: name, Err: err})
 }
 
-// close stops the loop and the listener and waits for them. Queued Acquire
-// calls return ErrClosed; held permits are marked lost and are no longer
-// renewed: they return to the semaphore when released, or when their lease
-// ends.
+// close takes this process's waiters out of the Redis queue (each leave
+// bounded by the operation timeout, all at once), stops the loop and the
+// listener and waits for them and for the background clean-up, which stops
+// retrying. Queued Acquire calls return ErrClosed; held permits are marked
+// lost and are no longer renewed: they return to the semaphore when
+// released, or when their lease ends.
 func (b *redisBackend) close() error {
 	b.mu.Lock()
 	if b.closed {
@@ -311,7 +389,11 @@ func (b *redisBackend) close() error {
 		return nil
 	}
 	b.closed = true
-	close(b.stop)
+	ws := make([]*redisWaiter, 0, len(b.waiters))
+	for id, w := range b.waiters {
+		ws = append(ws, w)
+		delete(b.waiters, id)
+	}
 	var lost []*Permit
 	for s, t := range b.sems {
 		for p := range t.held {
@@ -322,6 +404,26 @@ func (b *redisBackend) close() error {
 	}
 	ps := b.pubsub
 	b.mu.Unlock()
+
+	// Leave before the waiters return, so that "sem.Close();
+	// client.Close()" leaves nothing queued. The release script also
+	// passes on a permit that was granted meanwhile, and its tombstone
+	// refuses an acquire still in flight.
+	var leaves sync.WaitGroup
+	for _, w := range ws {
+		leaves.Add(1)
+		go func() {
+			defer leaves.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), b.cfg.fault.opTimeout)
+			defer cancel()
+			_, _ = w.s.runScript(ctx, scriptRelease, false, w.s.limit, w.id, w.ttl.Milliseconds())
+		}()
+	}
+	leaves.Wait()
+	for _, w := range ws {
+		w.ch <- grantNote{id: w.id, token: noteClosed}
+	}
+	close(b.stop)
 	for _, p := range lost {
 		b.cfg.observe(Event{Kind: EventLost, Name: "", Weight: p.weight, Err: ErrClosed})
 	}

@@ -70,7 +70,14 @@ func (b *redisBackend) beat() time.Duration {
 
 	next := time.Hour
 	now = time.Now()
+	down := b.brk.down()
+	outage := !down.IsZero() && now.Sub(down) >= b.cfg.fault.outageGrace
 	b.mu.Lock()
+	if outage {
+		b.failWaiters()
+	} else if !down.IsZero() {
+		next = down.Add(b.cfg.fault.outageGrace).Sub(now)
+	}
 	for _, t := range b.sems {
 		next = min(next, t.nextBeat.Sub(now))
 		if len(t.waiting) > 0 && !t.reapAt.IsZero() {
@@ -102,7 +109,7 @@ func (b *redisBackend) heartbeatOnce(s *Redis, held []*Permit, waiting []*redisW
 	}
 	sent := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.leaseTTL/3)
-	r, err := s.run(ctx, scriptHeartbeat, s.limit, args...)
+	r, err := s.runScript(ctx, scriptHeartbeat, false, s.limit, args...)
 	cancel()
 
 	lost := make(map[string]bool, len(r.lost))
@@ -143,5 +150,20 @@ func (b *redisBackend) heartbeatOnce(s *Redis, held []*Permit, waiting []*redisW
 	}
 	for _, p := range gone {
 		b.cfg.observe(Event{Kind: EventLost, Name: s.label, Weight: p.weight})
+	}
+}
+
+// failWaiters ends every queued wait of this process with the failure
+// policy: the backend has been unreachable for the outage grace. b.mu must
+// be held.
+func (b *redisBackend) failWaiters() {
+	for _, t := range b.sems {
+		for id, w := range t.waiting {
+			delete(t.waiting, id)
+			if b.waiters[id] == w {
+				delete(b.waiters, id)
+				w.ch <- grantNote{id: id, token: noteOutage}
+			}
+		}
 	}
 }

@@ -75,7 +75,7 @@ func TestRedisManyWaitersSmallPool(t *testing.T) {
 	// them to queue for a connection longer than go-redis's default 4s.
 	c := redis.NewClient(&redis.Options{Addr: coretest.RedisAddr(t), PoolSize: 20, PoolTimeout: time.Minute})
 	defer c.Close()
-	s := core.NewRedis(c, "many", 10, core.WithKeyPrefix(uniquePrefix(t)))
+	s := core.NewRedis(c, "many", 10, core.WithKeyPrefix(uniquePrefix(t)), core.WithOperationTimeout(time.Minute))
 	defer s.Close()
 	ctx := context.Background()
 	hold := acquire(t, s, core.WithWeight(10))

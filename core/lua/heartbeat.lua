@@ -16,11 +16,12 @@ for i = 0, n - 1 do
   end
 end
 purge()
+derive() -- repairs a count that went wrong, at least every TTL/3
 grant()
 for i = 4 + 2 * n, #ARGV do
   local id = ARGV[i]
   local info = redis.call('HGET', QI, id)
-  if info then
+  if info and not is_tomb(info) then
     local ttl = tonumber(string.match(info, '^%d+:(%d+):'))
     redis.call('ZADD', QE, alive(ttl), id)
   else

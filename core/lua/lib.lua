@@ -4,8 +4,15 @@
 --   2 H   zset: holder id -> lease expiry (ms, Redis TIME)
 --   3 HI  hash: holder id -> "weight:token"
 --   4 Q   zset: waiter id -> arrival sequence (FIFO order)
---   5 QI  hash: waiter id -> "weight:ttl_ms:channel"
---   6 QE  zset: waiter id -> liveness expiry (ms)
+--   5 QI  hash: waiter id -> "weight:ttl_ms:check:channel", or a tombstone
+--             "x<code>" for an id that was released or left the queue
+--   6 QE  zset: waiter id or tombstone -> expiry (ms)
+-- Every script is idempotent per id: running it twice (a client retry, or a
+-- copy delivered late) has the effect of running it once. used is kept equal
+-- to the sum of the holders' weights: every change of HI changes it by the
+-- weight added or removed, and derive() recomputes it from HI (heartbeat,
+-- stats, set limit, and an acquire that does not fit), so a count that went
+-- wrong (keys expired apart) is repaired.
 -- ARGV[1] is the caller's configured limit, ARGV[2] its notification channel.
 local M, H, HI, Q, QI, QE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local mychan = ARGV[2]
@@ -70,6 +77,25 @@ local function weight_of(info)
   return tonumber(string.match(info, '^(%d+):'))
 end
 
+-- used recomputed from the holders themselves.
+local function derive()
+  local s = 0
+  local v = redis.call('HVALS', HI)
+  for i = 1, #v do s = s + weight_of(v[i]) end
+  used = s
+end
+
+-- A tombstone (in QI and QE, never in Q) remembers for ttl ms that id was
+-- released (code 1), left the queue (2) or was unknown (0), so that a late
+-- copy of its acquire is refused and a repeated release answers the same.
+local function tombstone(id, code, ttl)
+  if redis.call('EXISTS', QE) == 0 then fresh = true end
+  redis.call('HSET', QI, id, 'x' .. code)
+  redis.call('ZADD', QE, note_end(now + ttl), id)
+end
+
+local function is_tomb(info) return string.sub(info, 1, 1) == 'x' end
+
 -- Drop expired holders (their permits come back) and dead waiters, then
 -- find the new earliest end.
 local function purge()
@@ -117,21 +143,29 @@ local function grant()
     if #head == 0 then return end
     local id = head[1]
     local info = redis.call('HGET', QI, id)
+    local w, ttl, check, ch
     if info then
-      local w, ttl, ch = string.match(info, '^(%d+):(%d+):(.*)$')
+      w, ttl, check, ch = string.match(info, '^(%d+):(%d+):(%d):(.*)$')
       w = tonumber(w)
-      if w <= limit and used + w > limit then return end
-      redis.call('ZREM', Q, id)
-      redis.call('HDEL', QI, id)
-      redis.call('ZREM', QE, id)
-      if w > limit then
-        note(ch, id, -1)
-      else
-        note(ch, id, hold(id, w, tonumber(ttl)))
-      end
+      if w and w <= limit and used + w > limit then return end
+    end
+    redis.call('ZREM', Q, id)
+    redis.call('HDEL', QI, id)
+    redis.call('ZREM', QE, id)
+    if not w then
+      -- no info (expired apart) or a tombstone: nothing to grant
+    elseif w > limit then
+      note(ch, id, -1)
+    elseif ch == mychan or check == '0' then
+      note(ch, id, hold(id, w, tonumber(ttl)))
     else
-      redis.call('ZREM', Q, id)
-      redis.call('ZREM', QE, id)
+      -- Publish first: no subscriber means the waiter's process is gone
+      -- (its connection closed), so skip the waiter instead of granting a
+      -- permit that nobody will use for a whole lease.
+      local t = math.max(tok + 1, now_us)
+      if redis.call('PUBLISH', ch, id .. ':' .. int(t) .. ':' .. int(now_us)) > 0 then
+        hold(id, w, tonumber(ttl))
+      end
     end
   end
 end

@@ -1,0 +1,27 @@
+// Package faulttest is distsem's fault suite: its tests run the Redis
+// backend of core against real redis-server processes, which they start
+// themselves on free loopback ports from the redis-server found on PATH, and
+// inject faults with an in-process TCP proxy (core/internal/faultproxy),
+// SIGKILL, DEBUG SLEEP and server restarts.
+//
+// Every scenario asserts an invariant of core (no permit lost, no more
+// holders than the limit, every call bounded by its ctx, nothing leaked) and
+// logs what it measured twice: in words, and as one machine-readable line
+//
+//	FIGURE {"scenario":"...","key":value,...}
+//
+// which is also appended to the file named by DISTSEM_FAULT_FIGURES, if set.
+// Durations are given in milliseconds, in keys ending in "_ms". Timings are
+// logged, never asserted, except for generous bounds on "returns by its
+// deadline".
+//
+// Run the suite (about two minutes):
+//
+//	go test -race -count=1 -v ./core/faulttest/
+//
+// Without redis-server on PATH the suite is skipped, unless CI is set: then
+// it fails. DISTSEM_FAULTTEST_PORTS=lo-hi makes the servers pick their ports
+// in that range. DISTSEM_SOAK=10m runs the soak scenario (random faults for
+// that long); it is off otherwise. See docs/RELIABILITY.md for the scenarios
+// and what they measured.
+package faulttest

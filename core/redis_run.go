@@ -1,0 +1,100 @@
+package core
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// run runs one script on s's keys with ARGV = limit, channel, args...,
+// and delivers the grants its reply carries for this process's waiters
+// (the in-process hand-off that skips pub/sub). The round trip is bounded
+// by ctx and the operation timeout, and refused at once while the breaker
+// is open. A failed round trip may have lost a reply that carried grants,
+// so it makes the renewal loop resync this semaphore's waiters at once.
+//
+// go-redis's retries stay on: every script is idempotent per id, so a copy
+// that runs twice has the effect of one, and a retry on a fresh connection
+// can still answer within the operation timeout.
+func (s *Redis) run(ctx context.Context, sc *redis.Script, limit int64, args ...any) (reply, error) {
+	return s.runScript(ctx, sc, true, limit, args...)
+}
+
+func (s *Redis) runScript(ctx context.Context, sc *redis.Script, gated bool, limit int64, args ...any) (reply, error) {
+	b := s.b
+	sent := time.Now()
+	if gated && !b.brk.allow(sent) {
+		return reply{}, errBreakerOpen
+	}
+	argv := make([]any, 0, 2+len(args))
+	argv = append(argv, limit, b.channel)
+	argv = append(argv, args...)
+	octx, cancel := context.WithTimeout(ctx, b.cfg.fault.opTimeout)
+	v, err := sc.Run(octx, b.client, s.keys, argv...).Slice()
+	cancel()
+	recv := time.Now()
+	o := classify(ctx, err)
+	b.brk.record(o, recv)
+	if o == outcomeFailed {
+		b.poke() // the loop times the outage grace
+	}
+	if err != nil {
+		if gated && !neverSent(err) {
+			b.resyncSem(s)
+		}
+		return reply{}, err
+	}
+	r, err := parseReply(v)
+	s.clock.learn(sent, recv, r.nowUS)
+	b.deliver(r.notes)
+	return r, err
+}
+
+// serverClock estimates the offset of Redis TIME from the local clock,
+// from the round trips of one semaphore (one node, also on Cluster).
+type serverClock struct {
+	mu     sync.Mutex
+	known  bool
+	offset time.Duration // server - local
+	err    time.Duration // half the round trip of the estimate
+}
+
+func (c *serverClock) learn(sent, recv time.Time, nowUS int64) {
+	if nowUS == 0 {
+		return
+	}
+	rtt := recv.Sub(sent)
+	mid := sent.Add(rtt / 2)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.known = true
+	c.offset = time.UnixMicro(nowUS).Sub(mid)
+	c.err = rtt / 2
+}
+
+// deadlineMargin is added to a request's deadline in server time, beyond
+// the estimate's own error: a request refused by it is a spurious failure.
+const deadlineMargin = 100 * time.Millisecond
+
+// serverDeadline is the Redis TIME (µs) after which an acquire sent now
+// must be refused: the end of this round trip's operation timeout (or of
+// ctx, if sooner), plus margins. 0 means no deadline (no estimate yet).
+func (s *Redis) serverDeadline(ctx context.Context, wider bool) int64 {
+	s.clock.mu.Lock()
+	known, offset, e := s.clock.known, s.clock.offset, s.clock.err
+	s.clock.mu.Unlock()
+	if !known {
+		return 0
+	}
+	end := time.Now().Add(s.b.cfg.fault.opTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(end) {
+		end = d
+	}
+	margin := deadlineMargin + e
+	if wider {
+		margin *= 4
+	}
+	return end.Add(offset + margin).UnixMicro()
+}
