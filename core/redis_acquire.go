@@ -164,6 +164,9 @@ func (s *Redis) runAcquire(ctx context.Context, id string, a acquireConfig, try 
 		case -1:
 			return r, invalid("weight %d exceeds the limit %d of %q", a.weight, r.limit, s.name)
 		case -3:
+			if ctx.Err() != nil {
+				return r, ctxError(ctx, s.name)
+			}
 			// Redis found the request past its deadline although this
 			// process does not: the clock estimate was off. It has been
 			// corrected from this reply; try once more.
