@@ -24,7 +24,7 @@ type faultProxy struct {
 	delay    [2]time.Duration
 	conns    []net.Conn
 	pubsub   map[net.Conn]bool // client conns that subscribed
-	dup      bool // deliver every client chunk twice: the copy on a side connection
+	dup      bool              // deliver every client chunk twice: the copy on a side connection
 	accepted int
 	onAccept chan struct{}
 	wg       sync.WaitGroup
