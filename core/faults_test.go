@@ -384,3 +384,31 @@ func TestFaultLowerLimitFailsHeavyWaiters(t *testing.T) {
 		ok(t, <-light)
 	})
 }
+
+// Defects 2 and 11: Close with a queued waiter returns within its bound
+// under a blackhole (the waiter's leave is bounded by the operation
+// timeout), and the waiter returns ErrClosed.
+func TestFaultCloseUnderBlackhole(t *testing.T) {
+	p := newFaultProxy(t, coretest.RedisAddr(t))
+	prefix := uniquePrefix(t)
+	holder := core.NewRedis(realClient(t), "closebh", 1, core.WithKeyPrefix(prefix))
+	defer holder.Close()
+	const op = 300 * time.Millisecond
+	s := core.NewRedis(p.client(t, nil), "closebh", 1, core.WithKeyPrefix(prefix),
+		core.WithDefaultLeaseTTL(time.Second), core.WithOperationTimeout(op))
+	ctx := context.Background()
+	hp := acquire(t, holder)
+	defer hp.Release(ctx)
+	errc := make(chan error, 1)
+	go func() { _, err := s.Acquire(ctx); errc <- err }()
+	waitQueued(t, holder, 1)
+	p.blackhole()
+	defer p.heal()
+	within(t, 2*op+2*slack, "Close under a blackhole, and its queued Acquire", func() error {
+		_ = s.Close()
+		if err := <-errc; !errors.Is(err, core.ErrClosed) {
+			return fmt.Errorf("queued Acquire: %v, want ErrClosed", err)
+		}
+		return nil
+	})
+}

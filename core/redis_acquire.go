@@ -43,6 +43,9 @@ func (s *Redis) acquire(ctx context.Context, try bool, opts []AcquireOption) (*P
 	}
 	p, err := s.wait(ctx, a)
 	if err != nil {
+		if errors.Is(err, ErrUnavailable) && s.b.isClosed() {
+			return nil, ErrClosed // the failure is Close's doing
+		}
 		if errors.Is(err, ErrUnavailable) {
 			return s.failed(ctx, "acquire", err, false, opts, a.weight)
 		}
