@@ -15,6 +15,9 @@ func (s *Redis) acquire(ctx context.Context, try bool, opts []AcquireOption) (*P
 	if err != nil {
 		return nil, err
 	}
+	if s.b.isClosed() {
+		return nil, ErrClosed
+	}
 	if ctx.Err() != nil {
 		return nil, ctxError(ctx, s.name)
 	}
