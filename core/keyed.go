@@ -126,12 +126,12 @@ func (e *keyedEntry) release(ctx context.Context, p *Permit) error {
 }
 
 func (k *Keyed) ref(key string) (*keyedEntry, error) {
+	id := newKeyID(key) // hashes a long key: outside the lock
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.closed {
 		return nil, ErrClosed
 	}
-	id := newKeyID(key)
 	e := k.entries[id]
 	if e == nil {
 		limit, ok := k.limits[id]
