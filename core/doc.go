@@ -105,6 +105,19 @@
 // caller gave up), ErrNoPermit (no capacity: TryAcquire, or a ctx deadline
 // that passed while waiting, which also matches context.DeadlineExceeded),
 // ErrUnavailable (the backend failed; see WithFailurePolicy), ErrInvalidArgument,
-// ErrNotHeld and ErrClosed. Constructors panic on programmer errors (a nil
-// client, a limit <= 0, a bad name).
+// ErrNotHeld and ErrClosed. A ctx with a cause (context.WithCancelCause,
+// WithTimeoutCause) still gives context.Canceled or DeadlineExceeded; the
+// cause is wrapped as well and named in the message. Constructors panic on
+// programmer errors, with a "core: …" message: a nil client, a limit
+// outside [1, MaxLimit], a bad name or a bad option (see Option).
+//
+// # Untrusted input
+//
+// Keys of keyed semaphores may come from requests. A key cannot reach
+// another semaphore: keyed semaphores are named name + "#" + key in Redis,
+// and plain names cannot contain '#'. Memory is bounded in bytes: keys
+// longer than MaxKeyLen are kept as their SHA-256, and at most
+// WithMaxIdleKeys idle keys are kept (see Keyed). Limits and weights above
+// MaxLimit (2^53 − 1, exact in the scripts' Lua numbers) are refused in Go
+// before any script runs.
 package core

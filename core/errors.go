@@ -27,13 +27,26 @@ var (
 
 // ctxError converts the end of a wait into the package's error contract:
 // a passed deadline means "no permit" (and still matches
-// context.DeadlineExceeded); a cancellation wraps context.Canceled.
+// context.DeadlineExceeded); a cancellation wraps context.Canceled. Both
+// wrap ctx.Err(), so they match the context sentinels even when the ctx
+// carries a cause (context.WithCancelCause, WithTimeoutCause); the cause,
+// when there is one, is wrapped too and named in the message.
 func ctxError(ctx context.Context, name string) error {
-	err := context.Cause(ctx)
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("%w: %q: wait ended: %w", ErrNoPermit, name, err)
+	err := ctx.Err()
+	if err == nil { // not ended: a caller bug, but never a nil error
+		err = context.Canceled
 	}
-	return fmt.Errorf("core: acquire %q: %w", name, err)
+	cause := context.Cause(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		if cause == nil || cause == err {
+			return fmt.Errorf("%w: %q: wait ended: %w", ErrNoPermit, name, err)
+		}
+		return fmt.Errorf("%w: %q: wait ended: %w (cause: %w)", ErrNoPermit, name, err, cause)
+	}
+	if cause == nil || cause == err {
+		return fmt.Errorf("core: acquire %q: %w", name, err)
+	}
+	return fmt.Errorf("core: acquire %q: %w (cause: %w)", name, err, cause)
 }
 
 func unavailable(op, name string, cause error) error {

@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"fmt"
 	"sync"
 )
 
@@ -29,23 +28,33 @@ type keyedBackend interface {
 // recently used idle keys are kept; older ones are dropped and created again
 // on next use. With the Redis backend the keys of an idle semaphore expire
 // in Redis one minute after its last lease or waiter would have.
+//
+// The bound is in bytes too: a key longer than MaxKeyLen bytes is kept as
+// its SHA-256, never verbatim, and what observers see of it (Event.Name) is
+// at most MaxKeyLen bytes; so an idle key costs at most about 1 KiB
+// whatever the key's length. Distinct keys always get distinct
+// semaphores, and a key can never reach another keyed semaphore's key nor
+// a plain semaphore (see NewRedisKeyed for the Redis names).
+//
+// Overrides set by WithLimits and SetLimit are kept for the life of the
+// Keyed; they come from configuration, not from requests.
 type Keyed struct {
 	def     int64
 	maxIdle int
-	newSem  func(key string, limit int64) keyedBackend
+	newSem  func(id keyID, label string, limit int64) keyedBackend
 	closeFn func() error
 
 	mu      sync.Mutex
-	entries map[string]*keyedEntry
+	entries map[keyID]*keyedEntry
 	idle    keyedEntry // sentinel of the idle ring, most recently idle first
 	nIdle   int
-	limits  map[string]int64
+	limits  map[keyID]int64
 	closed  bool
 }
 
 type keyedEntry struct {
 	k          *Keyed
-	key        string
+	key        keyID
 	sem        keyedBackend
 	refs       int
 	prev, next *keyedEntry // in k.idle while refs == 0 (an intrusive list: no allocation)
@@ -60,27 +69,22 @@ var _ KeyedSemaphore = (*Keyed)(nil)
 
 // NewLocalKeyed returns in-process semaphores per key, each with
 // defaultLimit permits unless WithLimits or SetLimit says otherwise. It
-// panics if defaultLimit <= 0.
+// panics unless 0 < defaultLimit <= MaxLimit, or on a bad option.
 func NewLocalKeyed(defaultLimit int64, opts ...Option) *Keyed {
 	cfg := buildConfig(opts)
-	return newKeyed(defaultLimit, cfg, func(key string, limit int64) keyedBackend {
-		return newLocal(key, limit, cfg)
+	return newKeyed(defaultLimit, cfg, func(_ keyID, label string, limit int64) keyedBackend {
+		return newLocal(label, limit, cfg)
 	}, nil)
 }
 
-func newKeyed(def int64, cfg config, newSem func(string, int64) keyedBackend, closeFn func() error) *Keyed {
-	if def <= 0 {
-		panic(fmt.Sprintf("core: keyed semaphore expects a default limit > 0, got %d", def))
-	}
-	limits := make(map[string]int64, len(cfg.limits))
-	for k, v := range cfg.limits {
-		if v <= 0 {
-			panic(fmt.Sprintf("core: WithLimits: limit %d of key %q must be positive", v, k))
-		}
-		limits[k] = v
+func newKeyed(def int64, cfg config, newSem func(keyID, string, int64) keyedBackend, closeFn func() error) *Keyed {
+	checkLimit("keyed semaphore default limit", def)
+	limits := make(map[keyID]int64, len(cfg.limits))
+	for k, v := range cfg.limits { // validated by buildConfig
+		limits[newKeyID(k).keep()] = v
 	}
 	k := &Keyed{def: def, maxIdle: cfg.maxIdle, newSem: newSem, closeFn: closeFn,
-		entries: make(map[string]*keyedEntry), limits: limits}
+		entries: make(map[keyID]*keyedEntry), limits: limits}
 	k.idle.prev, k.idle.next = &k.idle, &k.idle
 	return k
 }
@@ -122,19 +126,21 @@ func (e *keyedEntry) release(ctx context.Context, p *Permit) error {
 }
 
 func (k *Keyed) ref(key string) (*keyedEntry, error) {
+	id := newKeyID(key) // hashes a long key: outside the lock
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.closed {
 		return nil, ErrClosed
 	}
-	e := k.entries[key]
+	e := k.entries[id]
 	if e == nil {
-		limit, ok := k.limits[key]
+		limit, ok := k.limits[id]
 		if !ok {
 			limit = k.def
 		}
-		e = &keyedEntry{k: k, key: key, sem: k.newSem(key, limit)}
-		k.entries[key] = e
+		id = id.keep()
+		e = &keyedEntry{k: k, key: id, sem: k.newSem(id, id.label(key), limit)}
+		k.entries[id] = e
 	}
 	if e.next != nil {
 		e.unlink()
@@ -165,10 +171,11 @@ func (k *Keyed) unref(e *keyedEntry) {
 // SetLimit changes the limit of key's semaphore for every process sharing
 // it (with the Redis backend the limit is stored in Redis and no longer
 // expires). The override also stays in this process for when the key is
-// created again.
+// created again. A limit not in [1, MaxLimit] is an ErrInvalidArgument
+// error and changes nothing.
 func (k *Keyed) SetLimit(ctx context.Context, key string, limit int64) error {
-	if limit <= 0 {
-		return invalid("limit %d of key %q must be positive", limit, key)
+	if err := limitError(limit); err != nil {
+		return err
 	}
 	e, err := k.ref(key)
 	if err != nil {
@@ -179,7 +186,7 @@ func (k *Keyed) SetLimit(ctx context.Context, key string, limit int64) error {
 		return err
 	}
 	k.mu.Lock()
-	k.limits[key] = limit
+	k.limits[e.key] = limit
 	k.mu.Unlock()
 	return nil
 }
@@ -212,15 +219,23 @@ func (k *Keyed) Close() error {
 		return nil
 	}
 	k.closed = true
-	entries := k.entries
+	// Collect the semaphores under the lock: releases still running change
+	// k.entries (unref), and iterating it unlocked is a fatal map race.
+	var locals []*Local
+	if k.closeFn == nil {
+		locals = make([]*Local, 0, len(k.entries))
+		for _, e := range k.entries {
+			if l, ok := e.sem.(*Local); ok {
+				locals = append(locals, l)
+			}
+		}
+	}
 	k.mu.Unlock()
 	if k.closeFn != nil {
 		return k.closeFn()
 	}
-	for _, e := range entries {
-		if l, ok := e.sem.(*Local); ok {
-			_ = l.Close()
-		}
+	for _, l := range locals {
+		_ = l.Close()
 	}
 	return nil
 }

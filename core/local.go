@@ -38,16 +38,14 @@ type localWaiter struct {
 	err   error // set before ready is closed when the waiter failed
 }
 
-// NewLocal returns an in-process semaphore of limit permits. It panics if
-// limit <= 0.
+// NewLocal returns an in-process semaphore of limit permits. It panics
+// unless 0 < limit <= MaxLimit, or on a bad option (see Option).
 func NewLocal(limit int64, opts ...Option) *Local {
 	return newLocal("local", limit, buildConfig(opts))
 }
 
 func newLocal(name string, limit int64, cfg config) *Local {
-	if limit <= 0 {
-		panic(fmt.Sprintf("core: NewLocal expects limit > 0, got %d", limit))
-	}
+	checkLimit("NewLocal limit", limit)
 	return &Local{name: name, cfg: cfg, limit: limit, token: localEpoch.Add(1) << 32}
 }
 
@@ -191,10 +189,11 @@ func (s *Local) release(_ context.Context, p *Permit) error {
 // SetLimit changes the limit. Raising it grants queued waiters at once;
 // lowering it lets current holders finish and admits no one until the
 // permits in use fall below the new limit. A queued request heavier than the
-// new limit fails with an ErrInvalidArgument error.
+// new limit fails with an ErrInvalidArgument error, and so does a limit
+// that is not in [1, MaxLimit].
 func (s *Local) SetLimit(_ context.Context, limit int64) error {
-	if limit <= 0 {
-		return invalid("limit %d must be positive", limit)
+	if err := limitError(limit); err != nil {
+		return err
 	}
 	s.mu.Lock()
 	s.limit = limit

@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -25,12 +26,57 @@ func defaultConfig() config {
 	return config{prefix: "distsem:", leaseTTL: 10 * time.Second, policy: FailClosed, maxIdle: 4096}
 }
 
+// MaxLimit is the largest limit, weight or fallback size a semaphore
+// accepts: 2^53 − 1, the largest integer that the Redis scripts (Lua
+// numbers are doubles) represent exactly. Both backends enforce it, so they
+// behave alike: a constructor given a larger limit panics, and Acquire,
+// TryAcquire or SetLimit given a larger weight or limit returns an
+// ErrInvalidArgument error before any script runs.
+const MaxLimit int64 = 1<<53 - 1
+
+// buildConfig applies opts and validates the result. It panics with a
+// "core: …" message on a bad option: options are written by programmers,
+// not read from requests, so a bad one is a bug to fix at startup.
 func buildConfig(opts []Option) config {
 	c := defaultConfig()
 	for _, o := range opts {
+		if o == nil {
+			panic("core: nil Option")
+		}
 		o(&c)
 	}
+	if strings.ContainsAny(c.prefix, "{}") {
+		panic(fmt.Sprintf("core: key prefix %q must not contain '{' or '}'", c.prefix))
+	}
+	if c.leaseTTL < minLeaseTTL {
+		panic(fmt.Sprintf("core: WithDefaultLeaseTTL: lease TTL %v is below the minimum %v", c.leaseTTL, minLeaseTTL))
+	}
+	if c.maxIdle < 0 {
+		panic(fmt.Sprintf("core: WithMaxIdleKeys expects n >= 0, got %d", c.maxIdle))
+	}
+	if c.policy.mode < 0 || c.policy.mode > 2 || c.policy.mode == 2 && (c.policy.fallback <= 0 || c.policy.fallback > MaxLimit) {
+		panic(fmt.Sprintf("core: WithFailurePolicy: invalid policy %v", c.policy))
+	}
+	for k, v := range c.limits {
+		checkLimit(fmt.Sprintf("WithLimits: limit of key %q", k), v)
+	}
 	return c
+}
+
+// checkLimit panics unless 0 < limit <= MaxLimit; what names the value.
+func checkLimit(what string, limit int64) {
+	if limit <= 0 || limit > MaxLimit {
+		panic(fmt.Sprintf("core: %s must be in [1, %d], got %d", what, MaxLimit, limit))
+	}
+}
+
+// limitError returns an ErrInvalidArgument error unless 0 < limit <=
+// MaxLimit.
+func limitError(limit int64) error {
+	if limit <= 0 || limit > MaxLimit {
+		return invalid("limit %d must be in [1, %d]", limit, MaxLimit)
+	}
+	return nil
 }
 
 // WithKeyPrefix sets the prefix of every Redis key and pub/sub channel.
@@ -42,7 +88,9 @@ func WithKeyPrefix(prefix string) Option { return func(c *config) { c.prefix = p
 // this long after its last renewal; a waiter whose process dies leaves the
 // queue within 2/3 of it. Leases are renewed every TTL/3, so a process must
 // not stall for longer than 2/3 of the TTL. The default is 10s; the minimum
-// is 100ms.
+// is 100ms, on both backends (the in-process one has no leases, but checks
+// the same rule so that code moves between backends unchanged): a
+// constructor given less panics.
 func WithDefaultLeaseTTL(d time.Duration) Option { return func(c *config) { c.leaseTTL = d } }
 
 // WithObserver sets the hook that receives every Event. The default is none.
@@ -64,7 +112,8 @@ func WithLimits(limits map[string]int64) Option { return func(c *config) { c.lim
 
 // WithMaxIdleKeys bounds how many idle per-key semaphores a keyed semaphore
 // keeps in memory; older idle keys are dropped and created again on next
-// use. The default is 4096. Ignored by NewLocal and NewRedis.
+// use. The default is 4096; 0 keeps no idle key; a negative n makes the
+// constructor panic. Ignored by NewLocal and NewRedis.
 func WithMaxIdleKeys(n int) Option { return func(c *config) { c.maxIdle = n } }
 
 // AcquireOption configures one Acquire or TryAcquire call.
@@ -75,12 +124,15 @@ type acquireConfig struct {
 	ttl    time.Duration
 }
 
-// WithWeight asks for n permits at once. The default is 1. A weight above
-// the semaphore's limit fails at once with an ErrInvalidArgument error.
+// WithWeight asks for n permits at once. The default is 1. A weight that is
+// not positive, above MaxLimit or above the semaphore's limit fails at once
+// with an ErrInvalidArgument error.
 func WithWeight(n int64) AcquireOption { return func(a *acquireConfig) { a.weight = n } }
 
 // WithLeaseTTL sets the lease of this permit. The default is the
-// semaphore's WithDefaultLeaseTTL. The in-process backend ignores it.
+// semaphore's WithDefaultLeaseTTL. A TTL below 100ms fails the call with an
+// ErrInvalidArgument error on both backends; the in-process backend checks
+// it and otherwise ignores it (its permits have no lease).
 func WithLeaseTTL(d time.Duration) AcquireOption { return func(a *acquireConfig) { a.ttl = d } }
 
 const minLeaseTTL = 100 * time.Millisecond
@@ -91,10 +143,13 @@ func buildAcquire(def time.Duration, opts []AcquireOption) (acquireConfig, error
 	}
 	a := acquireConfig{weight: 1, ttl: def}
 	for _, o := range opts {
+		if o == nil {
+			return a, invalid("nil AcquireOption")
+		}
 		o(&a)
 	}
-	if a.weight <= 0 {
-		return a, invalid("weight %d must be positive", a.weight)
+	if a.weight <= 0 || a.weight > MaxLimit {
+		return a, invalid("weight %d must be in [1, %d]", a.weight, MaxLimit)
 	}
 	if a.ttl < minLeaseTTL {
 		return a, invalid("lease TTL %v is below the minimum %v", a.ttl, minLeaseTTL)
@@ -119,9 +174,10 @@ var (
 
 // FailLocal falls back to an in-process semaphore of k permits per process
 // while the backend is down: the fleet-wide limit becomes k × processes.
+// It panics unless 0 < k <= MaxLimit.
 func FailLocal(k int64) FailurePolicy {
-	if k <= 0 {
-		panic(fmt.Sprintf("core: FailLocal expects k > 0, got %d", k))
+	if k <= 0 || k > MaxLimit {
+		panic(fmt.Sprintf("core: FailLocal expects k in [1, %d], got %d", MaxLimit, k))
 	}
 	return FailurePolicy{mode: 2, fallback: k}
 }

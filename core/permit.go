@@ -79,10 +79,14 @@ func (p *Permit) Lost() <-chan struct{} { return p.lost }
 // the backend reclaims it when its lease ends. If ctx is already done,
 // Release still makes its backend round trip, bounded by the lease TTL,
 // because a request ctx is often cancelled by the time its permit is given
-// back; otherwise ctx bounds the round trip.
+// back; otherwise ctx bounds the round trip. A nil ctx is taken as
+// context.Background(): the round trip is then bounded by the lease TTL.
 func (p *Permit) Release(ctx context.Context) error {
 	if p == nil || !p.released.CompareAndSwap(false, true) {
 		return nil
+	}
+	if ctx == nil {
+		ctx = context.Background()
 	}
 	return p.owner.release(ctx, p)
 }
@@ -91,10 +95,14 @@ func (p *Permit) Release(ctx context.Context) error {
 // as a request's at the end of a handler or database/sql's in RowsClose: the
 // backend round trip ignores ctx's cancellation and is bounded by timeout
 // instead. A permit without a lease (in-process, or from a fail-open or
-// fail-local policy) does no I/O, and this costs nothing extra.
+// fail-local policy) does no I/O, and this costs nothing extra. A nil ctx
+// is taken as context.Background().
 func (p *Permit) ReleaseDetached(ctx context.Context, timeout time.Duration) error {
 	if p == nil || p.lost == nil {
 		return p.Release(ctx)
+	}
+	if ctx == nil {
+		ctx = context.Background()
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()

@@ -2,11 +2,6 @@ package core
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
-	"strings"
-	"unicode"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -29,7 +24,9 @@ var _ Semaphore = (*Redis)(nil)
 // NewRedis returns the semaphore name of limit permits on Redis. client may
 // be a standalone, Sentinel failover or Cluster client; all keys of one
 // semaphore share the hash tag {name}. It panics on a nil client, a limit
-// <= 0, or a name that is empty or contains '{', '}' or white space.
+// not in [1, MaxLimit], a bad option, or a name that is empty or contains
+// '{', '}', '#' (reserved for keyed semaphores, see NewRedisKeyed) or white
+// space.
 //
 // The limit lives in Redis. The first process to use the semaphore stores
 // its configured limit; a process configured with a different limit adopts
@@ -42,31 +39,32 @@ func NewRedis(client redis.UniversalClient, name string, limit int64, opts ...Op
 	cfg := buildConfig(opts)
 	b := newRedisBackend(client, cfg)
 	checkName(name)
+	checkLimit("NewRedis limit", limit)
 	return b.semaphore(name, limit, true)
 }
 
-// NewRedisKeyed returns one Redis semaphore per key, named name + ":" + key,
-// all sharing one pub/sub listener and one renewal loop. Keys may come from
-// untrusted input: a key that is long or has characters that are unsafe in
-// a Redis key is replaced by a hash of it. See Keyed for the memory bound.
+// NewRedisKeyed returns one Redis semaphore per key, all sharing one
+// pub/sub listener and one renewal loop. Keys may come from untrusted
+// input: see Keyed for the memory bound. It panics as NewRedis does, and if
+// defaultLimit or a WithLimits limit is not in [1, MaxLimit].
+//
+// The semaphore of key is named name + "#" + key in Redis when key is 1 to
+// 64 bytes of [A-Za-z0-9._/:-], and name + "##" + 32 hex digits of the
+// key's SHA-256 otherwise. Since plain names cannot contain '#', no key can
+// address another keyed semaphore's key or a NewRedis semaphore, whatever
+// the key. (Before this layout the separator was ':', which let the key
+// "a:b" of keyed "X" and the key "b" of keyed "X:a" share a semaphore;
+// semaphores stored under the old names are not read, and expire one
+// minute after their last use unless SetLimit pinned them.)
 func NewRedisKeyed(client redis.UniversalClient, name string, defaultLimit int64, opts ...Option) *Keyed {
 	cfg := buildConfig(opts)
 	b := newRedisBackend(client, cfg)
 	checkName(name)
-	return newKeyed(defaultLimit, cfg, func(key string, limit int64) keyedBackend {
-		s := b.semaphore(name+":"+safeKey(key), limit, false)
-		s.label = key
+	return newKeyed(defaultLimit, cfg, func(id keyID, label string, limit int64) keyedBackend {
+		s := b.semaphore(keyedName(name, id), limit, false)
+		s.label = label
 		return s
 	}, b.close)
-}
-
-func checkName(name string) {
-	if name == "" {
-		panic("core: semaphore name must not be empty")
-	}
-	if i := strings.IndexFunc(name, func(r rune) bool { return r == '{' || r == '}' || unicode.IsSpace(r) }); i >= 0 {
-		panic(fmt.Sprintf("core: semaphore name %q must not contain '{', '}' or white space", name))
-	}
 }
 
 // Acquire blocks until the permits are granted in FIFO order across every
@@ -90,10 +88,11 @@ func (s *Redis) TryAcquire(ctx context.Context, opts ...AcquireOption) (*Permit,
 // grants queued waiters at once; lowering it admits no one until the
 // permits in use fall below it, and fails at once every queued request
 // heavier than it (wherever it is in the queue) with an ErrInvalidArgument
-// error.
+// error. A limit that is not in [1, MaxLimit] is an ErrInvalidArgument
+// error and changes nothing.
 func (s *Redis) SetLimit(ctx context.Context, limit int64) error {
-	if limit <= 0 {
-		return invalid("limit %d must be positive", limit)
+	if err := limitError(limit); err != nil {
+		return err
 	}
 	if _, err := s.run(ctx, scriptSetLimit, limit); err != nil {
 		err = unavailable("set limit", s.name, err)
@@ -125,16 +124,4 @@ func (s *Redis) Close() error {
 		return nil
 	}
 	return s.b.close()
-}
-
-// safeKey keeps a key readable in Redis when it is short and plain, and
-// hashes it otherwise, so untrusted keys cannot break the hash tag.
-func safeKey(key string) string {
-	if len(key) > 0 && len(key) <= 64 && strings.IndexFunc(key, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._-/:", r))
-	}) < 0 {
-		return key
-	}
-	sum := sha256.Sum256([]byte(key))
-	return "#" + hex.EncodeToString(sum[:16])
 }

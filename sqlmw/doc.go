@@ -18,7 +18,14 @@
 //     is still working while rows stream. QueryRow(...).Scan closes its
 //     Rows, and so does database/sql when the query's context ends. Always
 //     close Rows (defer rows.Close()), as you must anyway to free the
-//     connection: Rows left open keep the permit, also after a panic.
+//     connection: Rows left open keep the permit until their context ends.
+//   - A panic in a Scanner's Scan leaves database/sql's read lock on the
+//     Rows held (an upstream bug, with or without this package), so
+//     rows.Close then blocks forever. The permit is released anyway when
+//     the query's context ends; a query run without a context that ends
+//     (Query, or QueryContext with context.Background) keeps it for the
+//     life of the process. Recover such panics in a request whose context
+//     ends, or use a context with a deadline.
 //   - An error from the driver, driver.ErrSkip included, releases the permit
 //     at once. database/sql answers ErrSkip (sent e.g. by MySQL for queries
 //     with arguments) by preparing a statement and running it; that second
@@ -55,7 +62,9 @@
 // # Keys, waits and failures
 //
 // WithKeyed gives classes of queries their own limits, chosen per query by
-// a classifier such as CommentKey, which reads /* distsem:reports */.
+// a classifier such as CommentKey, which reads /* distsem:reports */ and
+// only from real block comments, never from literals, quoted identifiers
+// or line comments; its keys are at most MaxCommentKeyLen bytes.
 // WithMaxWait bounds the wait for a permit.
 //
 // What happens when the Redis backend is down is chosen on the semaphore,

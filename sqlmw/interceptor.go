@@ -143,6 +143,13 @@ func (i *interceptor) StmtQueryContext(ctx context.Context, stmt driver.StmtQuer
 // query runs do under the permit of query. On success the permit goes into
 // the returned ctx, which ngrok/sqlmw hands to RowsClose; on an error
 // (driver.ErrSkip included) or a panic it is released at once.
+//
+// The permit is also released when ctx ends, even if RowsClose never runs:
+// after a panic in a Scanner's Scan (or a Valuer), database/sql never drops
+// its read lock on the Rows, so rows.Close blocks forever and never reaches
+// RowsClose (an upstream bug; it happens without this package too).
+// database/sql closes Rows when their ctx ends anyway, so releasing then
+// changes nothing for a healthy query.
 func (i *interceptor) query(ctx context.Context, query string, do func() (driver.Rows, error)) (context.Context, driver.Rows, error) {
 	p, err := i.acquire(ctx, query)
 	if err != nil {
@@ -159,15 +166,29 @@ func (i *interceptor) query(ctx context.Context, query string, do func() (driver
 		return ctx, rows, err
 	}
 	held = true
-	return context.WithValue(ctx, permitKey{i}, p), rows, nil
+	h := &heldPermit{p: p}
+	if ctx.Done() != nil {
+		h.stop = context.AfterFunc(ctx, func() { i.release(ctx, p) })
+	}
+	return context.WithValue(ctx, permitKey{i}, h), rows, nil
+}
+
+// heldPermit is a query's permit and the stop function of the AfterFunc
+// that releases it when the query's ctx ends (nil if ctx never ends).
+type heldPermit struct {
+	p    *core.Permit
+	stop func() bool
 }
 
 // RowsClose releases the query's permit. ctx may carry no permit (rows of
 // the legacy Query methods carry context.Background, or none at all).
 func (i *interceptor) RowsClose(ctx context.Context, rows driver.Rows) error {
 	if ctx != nil {
-		if p, ok := ctx.Value(permitKey{i}).(*core.Permit); ok {
-			defer i.release(ctx, p)
+		if h, ok := ctx.Value(permitKey{i}).(*heldPermit); ok {
+			if h.stop != nil {
+				h.stop()
+			}
+			defer i.release(ctx, h.p)
 		}
 	}
 	return rows.Close()

@@ -2,7 +2,6 @@ package sqlmw
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/distsem/distsem/core"
@@ -87,32 +86,3 @@ func WithTxMode(m TxMode) Option { return func(c *config) { c.txMode = m } }
 // reclaims the permit when its lease ends, and core.WithOnError sees the
 // error. The default is 5s.
 func WithReleaseTimeout(d time.Duration) Option { return func(c *config) { c.releaseTimeout = d } }
-
-// tagPrefix starts the body of a comment that names a key.
-const tagPrefix = "distsem:"
-
-// CommentKey is a classifier for WithKeyed. It returns the key named by the
-// first block comment of the form /* distsem:KEY */ in query (spaces
-// around KEY are ignored), or "" if there is none. Only comments before the
-// first string literal are looked at, so a tag inside a literal is not
-// mistaken for one.
-//
-//	db.QueryContext(ctx, "/* distsem:reports */ SELECT ...")
-func CommentKey(_ context.Context, query string) string {
-	for {
-		i := strings.Index(query, "/*")
-		if i < 0 || strings.IndexByte(query[:i], '\'') >= 0 {
-			return ""
-		}
-		query = query[i+2:]
-		j := strings.Index(query, "*/")
-		if j < 0 {
-			return ""
-		}
-		body := strings.TrimSpace(query[:j])
-		if key, ok := strings.CutPrefix(body, tagPrefix); ok {
-			return strings.TrimSpace(key)
-		}
-		query = query[j+2:]
-	}
-}

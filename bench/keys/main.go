@@ -1,0 +1,175 @@
+// Command keys measures the memory that untrusted keys cost a keyed
+// semaphore (issue 8, item 3): the process heap over its baseline after
+// many random keys and after large keys, and, with -redis, Redis
+// used_memory and key count until the idle keys expire.
+//
+//	go run ./bench/keys                                  # in-process only
+//	go run ./bench/keys -redis 127.0.0.1:6379            # and Redis
+//
+// Each key is acquired once and released at once (the pattern of a client
+// sending a new path per request). The figures go to bench/RESULTS.md.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/distsem/distsem/core"
+)
+
+func main() {
+	addr := flag.String("redis", "", "Redis address (host:port); empty: in-process only")
+	nSmall := flag.Int("keys", 1_000_000, "random keys of 16 to 64 bytes")
+	nBig := flag.Int("big", 10_000, "large keys")
+	bigSize := flag.Int("bigsize", 1<<20, "bytes per large key")
+	conc := flag.Int("c", 32, "concurrent callers")
+	ttl := flag.Duration("ttl", time.Second, "lease TTL (Redis keys expire 1 minute after the last lease end)")
+	expiry := flag.Duration("expiry-wait", 3*time.Minute, "how long to wait for Redis keys to expire")
+	flag.Parse()
+
+	fmt.Printf("go %s, GOMAXPROCS %d, %d random keys, %d keys of %d bytes, %d callers\n",
+		runtime.Version(), runtime.GOMAXPROCS(0), *nSmall, *nBig, *bigSize, *conc)
+	run("local", core.NewLocalKeyed(4, core.WithDefaultLeaseTTL(*ttl)), nil, "", *nSmall, *nBig, *bigSize, *conc, 0)
+	if *addr == "" {
+		return
+	}
+	c := redis.NewClient(&redis.Options{Addr: *addr, PoolSize: *conc})
+	defer c.Close()
+	prefix := "keysbench" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":"
+	k := core.NewRedisKeyed(c, "bench", 4, core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(*ttl))
+	run("redis", k, c, prefix, *nSmall, *nBig, *bigSize, *conc, *expiry)
+}
+
+func run(name string, k *core.Keyed, c *redis.Client, prefix string, nSmall, nBig, bigSize, conc int, expiry time.Duration) {
+	defer k.Close()
+	base := heap()
+	var redisBase int64
+	if c != nil {
+		redisBase = usedMemory(c)
+		fmt.Printf("%s: baseline heap %s, Redis used_memory %s\n", name, mib(base), mib(redisBase))
+	} else {
+		fmt.Printf("%s: baseline heap %s\n", name, mib(base))
+	}
+
+	start := time.Now()
+	each(nSmall, conc, func(i int) string {
+		var b [24]byte
+		_, _ = rand.Read(b[:])
+		return fmt.Sprintf("/t/%x", b[:8+i%16])
+	}, k)
+	report(name, fmt.Sprintf("after %d random keys", nSmall), base, k, c, redisBase, time.Since(start))
+
+	big := make([]byte, bigSize)
+	_, _ = rand.Read(big)
+	start = time.Now()
+	each(nBig, conc, func(i int) string {
+		b := make([]byte, len(big))
+		copy(b, big)
+		binary.BigEndian.PutUint64(b, uint64(i))
+		return string(b)
+	}, k)
+	report(name, fmt.Sprintf("after %d keys of %d bytes", nBig, bigSize), base, k, c, redisBase, time.Since(start))
+
+	if c == nil {
+		return
+	}
+	start = time.Now()
+	for {
+		n := countKeys(c, prefix)
+		used := usedMemory(c)
+		if n == 0 || time.Since(start) > expiry {
+			fmt.Printf("%s: after %s idle: %d keys under the prefix, Redis used_memory %s (%+.2f MiB over baseline)\n",
+				name, time.Since(start).Round(time.Second), n, mib(used), float64(used-redisBase)/(1<<20))
+			return
+		}
+		time.Sleep(5 * time.Second)
+	}
+}
+
+// each acquires and releases one permit of each of n keys from conc goroutines.
+func each(n, conc int, key func(i int) string, k *core.Keyed) {
+	ctx := context.Background()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				p, err := k.Acquire(ctx, key(i))
+				if err != nil {
+					log.Fatal(err)
+				}
+				if err := p.Release(ctx); err != nil {
+					log.Fatal(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func report(name, what string, base uint64, k *core.Keyed, c *redis.Client, redisBase int64, took time.Duration) {
+	h := heap()
+	line := fmt.Sprintf("%s: %s (%s): heap %s, %+.2f MiB over baseline, %d keys kept",
+		name, what, took.Round(time.Millisecond), mib(h), float64(int64(h)-int64(base))/(1<<20), k.Len())
+	if c != nil {
+		used := usedMemory(c)
+		line += fmt.Sprintf("; Redis used_memory %s (%+.2f MiB)", mib(used), float64(used-redisBase)/(1<<20))
+	}
+	fmt.Println(line)
+}
+
+func heap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+func usedMemory(c *redis.Client) int64 {
+	info, err := c.Info(context.Background(), "memory").Result()
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, l := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(l, "used_memory:"); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	fmt.Fprintln(os.Stderr, "no used_memory in INFO")
+	return 0
+}
+
+func countKeys(c *redis.Client, prefix string) int {
+	n := 0
+	iter := c.Scan(context.Background(), 0, prefix+"*", 10_000).Iterator()
+	for iter.Next(context.Background()) {
+		n++
+	}
+	if err := iter.Err(); err != nil {
+		log.Fatal(err)
+	}
+	return n
+}
+
+func mib[T int64 | uint64](n T) string { return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20)) }

@@ -1,0 +1,113 @@
+package core
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// MaxKeyLen is the longest key, in bytes, that a keyed semaphore keeps as
+// it is. A longer key (they come from requests: paths, tenant ids) is
+// identified by its SHA-256 instead, so that memory stays bounded in bytes
+// whatever the keys: in this process, in Redis, and in the labels that
+// observers see (see Keyed). Two distinct keys always get distinct
+// semaphores, short or long (up to a SHA-256 collision).
+const MaxKeyLen = 256
+
+// keySep separates a keyed semaphore's name from the encoding of its key in
+// the Redis name of the key's semaphore. Plain names (NewRedis and the name
+// given to NewRedisKeyed) must not contain it, so the first keySep of a
+// Redis name ends the keyed semaphore's name, and no keyed semaphore's key
+// can ever name another keyed semaphore's key or a plain semaphore.
+const keySep = '#'
+
+// keyID identifies a key in a keyed semaphore's map: the key itself, or the
+// hex SHA-256 of a key longer than MaxKeyLen. hashed keeps the two apart, so
+// a short key that happens to spell a hash is another key.
+type keyID struct {
+	s      string
+	hashed bool
+}
+
+// newKeyID returns key's identity. It does not allocate for a short key.
+func newKeyID(key string) keyID {
+	if len(key) <= MaxKeyLen {
+		return keyID{s: key}
+	}
+	sum := sha256.Sum256([]byte(key))
+	return keyID{s: hex.EncodeToString(sum[:]), hashed: true}
+}
+
+// keep returns id with its own copy of the bytes, so that a kept entry
+// never pins a larger string (a request line, say) that the key was cut
+// from.
+func (id keyID) keep() keyID { return keyID{s: strings.Clone(id.s), hashed: id.hashed} }
+
+// label returns the name that observers, metrics, logs and error messages
+// see for key: the key itself when it is at most MaxKeyLen bytes, else its
+// first 64 bytes (cut at a rune boundary), "…#" and 16 hex digits of its
+// SHA-256. It is at most MaxKeyLen bytes either way. id must be the kept
+// id of key (see keep).
+func (id keyID) label(key string) string {
+	if !id.hashed {
+		return id.s
+	}
+	n := 64
+	for n > 0 && !utf8.RuneStart(key[n]) {
+		n--
+	}
+	return strings.Clone(key[:n]) + "…#" + id.s[:16]
+}
+
+// redisPart returns how the key appears in Redis names: the key itself if
+// it is 1 to 64 bytes of [A-Za-z0-9._/:-], else '#' and 32 hex digits of
+// its SHA-256 (128 bits). The verbatim form never contains '#', the hashed
+// one starts with it, so the encoding is injective (up to a collision of
+// the hash) and never breaks the {hash tag}.
+func (id keyID) redisPart() string {
+	if id.hashed {
+		return "#" + id.s[:32]
+	}
+	return safeKey(id.s)
+}
+
+// safeKey is redisPart of a short key.
+func safeKey(key string) string {
+	if len(key) > 0 && len(key) <= 64 && strings.IndexFunc(key, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._-/:", r))
+	}) < 0 {
+		return key
+	}
+	sum := sha256.Sum256([]byte(key))
+	return "#" + hex.EncodeToString(sum[:16])
+}
+
+// keyedName is the Redis name of key's semaphore in the keyed semaphore
+// name: name + "#" + the key's redisPart. For example keyed "api" with key
+// "tenant:vip" is "api#tenant:vip", and with key "GET /x" it is
+// "api##" + 32 hex digits.
+func keyedName(name string, id keyID) string {
+	return name + string(keySep) + id.redisPart()
+}
+
+// checkName panics unless name is a valid plain semaphore name.
+func checkName(name string) {
+	if err := nameError(name); err != nil {
+		panic(err.Error())
+	}
+}
+
+// nameError says why name is not a valid plain name: it must not be empty
+// nor contain '{', '}', '#' (keySep) or white space.
+func nameError(name string) error {
+	if name == "" {
+		return fmt.Errorf("core: semaphore name must not be empty")
+	}
+	if strings.IndexFunc(name, func(r rune) bool { return r == '{' || r == '}' || r == keySep || unicode.IsSpace(r) }) >= 0 {
+		return fmt.Errorf("core: semaphore name %q must not contain '{', '}', '#' or white space", name)
+	}
+	return nil
+}

@@ -1,0 +1,50 @@
+package core
+
+import (
+	"strings"
+	"testing"
+)
+
+// FuzzKeyEncoding searches for two (name, key) pairs whose keyed semaphores
+// share a Redis name or a local map entry, or for a keyed semaphore's Redis
+// name that is also a valid plain name (NewRedis). Any such pair would let
+// a client-chosen key address another semaphore. Run longer with
+//
+//	go test -run '^$' -fuzz '^FuzzKeyEncoding$' -fuzztime 10m ./core/
+func FuzzKeyEncoding(f *testing.F) {
+	f.Add("X", "tenant:vip", "X:tenant", "vip")
+	f.Add("Y", "admin:export", "Y:admin", "export")
+	f.Add("a", "#0123", "a", "")
+	f.Add("a", strings.Repeat("k", MaxKeyLen+1), "a", "b0a2ac0b6b2b1f69e5f0bb5ab1d6bb2ad1bc0de7b3bc35d51fe6f4a6c53d8a02")
+	f.Add("n", "x{y}z", "n", "x y")
+	f.Fuzz(func(t *testing.T, name1, key1, name2, key2 string) {
+		if nameError(name1) != nil || nameError(name2) != nil {
+			return
+		}
+		id1, id2 := newKeyID(key1), newKeyID(key2)
+		if (id1 == id2) != (key1 == key2) {
+			t.Fatalf("local map: keys %q and %q: ids equal = %v", key1, key2, id1 == id2)
+		}
+		r1, r2 := keyedName(name1, id1), keyedName(name2, id2)
+		if (r1 == r2) != (name1 == name2 && key1 == key2) {
+			t.Fatalf("Redis names of (%q, %q) and (%q, %q): %q, %q", name1, key1, name2, key2, r1, r2)
+		}
+		for _, r := range []string{r1, r2} {
+			if nameError(r) == nil {
+				t.Fatalf("keyed Redis name %q is also a valid plain name", r)
+			}
+			// The name goes between '{' and '}': it must not end the tag.
+			if strings.ContainsAny(r, "{}") || len(r) > len(name1)+len(name2)+66 {
+				t.Fatalf("keyed Redis name %q breaks the hash tag or is unbounded", r)
+			}
+			// The name ends at the first '#': decoding it gives back the
+			// name of the keyed semaphore.
+			if n, _, _ := strings.Cut(r, "#"); n != name1 && n != name2 {
+				t.Fatalf("Redis name %q does not start with its keyed name", r)
+			}
+		}
+		if l := id1.keep().label(key1); len(l) > MaxKeyLen || (len(key1) <= MaxKeyLen && l != key1) {
+			t.Fatalf("label of a %d-byte key: %q", len(key1), l)
+		}
+	})
+}
