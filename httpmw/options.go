@@ -25,19 +25,16 @@ type options struct {
 }
 
 func defaultOptions() options {
-	return options{key: defaultKey, status: http.StatusTooManyRequests, retryAfter: "1", reject: defaultReject}
+	return options{status: http.StatusTooManyRequests, retryAfter: "1", reject: defaultReject}
 }
 
-// defaultKey is the ServeMux pattern, else the path.
-func defaultKey(r *http.Request) string {
-	if r.Pattern != "" {
-		return r.Pattern
-	}
-	return r.URL.Path
-}
-
-// WithKey sets the function that maps a request to its semaphore key. The
-// default is r.Pattern when a ServeMux matched one, else r.URL.Path.
+// WithKey sets the function that maps a request to its semaphore key;
+// every request, matched or not, then takes a permit of its key. The
+// default (key nil) is the request's ServeMux pattern: r.Pattern when
+// the middleware wraps a handler registered on a ServeMux; the pattern
+// that mux.Handler(r) resolves when it wraps a *http.ServeMux itself, and
+// no permit at all when no pattern matches (the mux then answers 404, 405
+// or a redirect); UnroutedKey otherwise.
 func WithKey(f func(r *http.Request) string) Option { return func(o *options) { o.key = f } }
 
 // WithStatus sets the status written when no permit could be had. The
