@@ -24,6 +24,13 @@ func Limit(sem core.KeyedSemaphore, opts ...Option) func(http.Handler) http.Hand
 	if o.status < 400 || o.status > 599 {
 		panic(fmt.Sprintf("httpmw: WithStatus expects a 4xx or 5xx code, got %d", o.status))
 	}
+	hint, ok, err := admit.RetryAfter(o.retryWait)
+	if err != nil {
+		panic("httpmw: " + err.Error())
+	}
+	if ok {
+		o.retryAfter = strconv.FormatInt(int64((hint+time.Second-1)/time.Second), 10)
+	}
 	ctl := admit.New(sem, o.admit...)
 	return func(next http.Handler) http.Handler {
 		mux, _ := next.(*http.ServeMux)
@@ -104,12 +111,4 @@ func defaultReject(w http.ResponseWriter, _ *http.Request, code int, _ *admit.Re
 		return // the client went away: there is no one to answer
 	}
 	http.Error(w, http.StatusText(code), code)
-}
-
-// retryAfter formats d as a Retry-After value in whole seconds, rounded up.
-func retryAfter(d time.Duration) string {
-	if d <= 0 {
-		return ""
-	}
-	return strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10)
 }

@@ -88,7 +88,7 @@ func TestLimitPerRoute(t *testing.T) {
 		status int
 	}{
 		{"default 429", nil, 429, "1", "Too Many Requests\n", 0},
-		{"503 no retry-after", []httpmw.Option{httpmw.WithStatus(503), httpmw.WithRetryAfter(0)}, 503, "", "Service Unavailable\n", 0},
+		{"503 no retry-after", []httpmw.Option{httpmw.WithStatus(503), httpmw.WithRetryAfter(admit.NoRetryAfter)}, 503, "", "Service Unavailable\n", 0},
 		{"retry-after rounds up", []httpmw.Option{httpmw.WithRetryAfter(1500 * time.Millisecond)}, 429, "2", "Too Many Requests\n", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
