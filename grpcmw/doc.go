@@ -40,6 +40,17 @@
 //   - the caller's context ended: status.FromContextError (Canceled or
 //     DeadlineExceeded).
 //
+// The first two carry a retry hint, the gRPC twin of HTTP's Retry-After
+// (WithRetryAfter, 1s by default): a google.rpc.RetryInfo status detail
+// and, from the server interceptors, the grpc-retry-pushback-ms trailer of
+// gRFC A6. A grpc-go client whose service config has a retryPolicy with
+// that status code in retryableStatusCodes waits the pushback before its
+// next attempt instead of its own backoff:
+//
+//	{"methodConfig": [{"name": [{"service": "shop.Cart"}], "retryPolicy": {
+//	  "maxAttempts": 3, "initialBackoff": "0.1s", "maxBackoff": "1s",
+//	  "backoffMultiplier": 2, "retryableStatusCodes": ["RESOURCE_EXHAUSTED"]}}]}
+//
 // Status messages never carry the backend's error text; WithRejectHandler
 // builds other errors.
 package grpcmw

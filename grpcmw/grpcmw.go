@@ -23,6 +23,13 @@ func newLimiter(sem core.KeyedSemaphore, opts []Option) *limiter {
 	for _, f := range opts {
 		f(&o)
 	}
+	hint, ok, err := admit.RetryAfter(o.retryAfter)
+	if err != nil {
+		panic("grpcmw: " + err.Error())
+	}
+	if o.reject == nil {
+		o.reject = newRejecter(hint, ok).reject
+	}
 	return &limiter{ctl: admit.New(sem, o.admit...), o: o}
 }
 

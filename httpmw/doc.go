@@ -13,11 +13,22 @@
 //	mux.Handle("GET /work", limit(work))
 //	mux.Handle("GET /report", limit(report))
 //
-// The key of a request is its ServeMux pattern (Request.Pattern, set when
-// the middleware wraps a handler registered on a ServeMux), else its URL
-// path; WithKey changes it. Wrap the handlers registered on the mux, not the
-// mux itself: around the mux the pattern is not known yet. Paths come from
-// clients, so a keyed semaphore keeps only a bounded number of idle keys
+// The key of a request is its ServeMux route pattern ("GET /work"), so
+// every route has its own limit and keys stay bounded whatever paths
+// clients send. Both placements work:
+//
+//   - around a handler registered on a ServeMux, as above: the key is
+//     Request.Pattern;
+//   - around the *http.ServeMux itself, httpmw.Limit(sem)(mux): the
+//     middleware resolves the pattern first with mux.Handler(r). A request
+//     no route matches (the mux answers 404, 405 or a redirect) takes no
+//     permit and creates no key.
+//
+// A request with no pattern through a middleware that wraps something
+// other than a ServeMux (a chi router, a single handler) gets UnroutedKey:
+// one shared limit. WithKey sets another key function (for chi, its route
+// pattern); never key by the raw URL path, which the client chooses. A
+// keyed semaphore also keeps only a bounded number of idle keys
 // (core.WithMaxIdleKeys), and promadmit labels only the keys it is told.
 //
 // For one limit over every route, pass admit.Global(sem) with a

@@ -65,7 +65,7 @@ func ExampleWithRejectHandler() {
 			w.WriteHeader(code)
 			fmt.Fprintf(w, `{"error":%q}`, rej.Reason)
 		}))
-	p, _ := sem.Acquire(context.Background(), "/")
+	p, _ := sem.Acquire(context.Background(), httpmw.UnroutedKey)
 	defer p.Release(context.Background())
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))

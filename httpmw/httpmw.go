@@ -3,6 +3,7 @@ package httpmw
 import (
 	"fmt"
 	"net/http"
+	"reflect"
 	"strconv"
 	"time"
 
@@ -23,9 +24,17 @@ func Limit(sem core.KeyedSemaphore, opts ...Option) func(http.Handler) http.Hand
 	if o.status < 400 || o.status > 599 {
 		panic(fmt.Sprintf("httpmw: WithStatus expects a 4xx or 5xx code, got %d", o.status))
 	}
+	hint, ok, err := admit.RetryAfter(o.retryWait)
+	if err != nil {
+		panic("httpmw: " + err.Error())
+	}
+	if ok {
+		o.retryAfter = strconv.FormatInt(int64((hint+time.Second-1)/time.Second), 10)
+	}
 	ctl := admit.New(sem, o.admit...)
 	return func(next http.Handler) http.Handler {
-		return &handler{next: next, ctl: ctl, o: o}
+		mux, _ := next.(*http.ServeMux)
+		return &handler{next: next, mux: mux, ctl: ctl, o: o}
 	}
 }
 
@@ -34,15 +43,46 @@ func Handler(h http.Handler, sem core.KeyedSemaphore, opts ...Option) http.Handl
 	return Limit(sem, opts...)(h)
 }
 
+// UnroutedKey is the default key of a request that carries no ServeMux
+// pattern (Request.Pattern is empty) through a middleware that does not
+// wrap a *http.ServeMux, such as one around a chi router or a single
+// handler: all such requests share this one key. Use WithKey to key them
+// by something else, such as chi's route pattern; never key by the raw
+// path, which the client chooses.
+const UnroutedKey = "unrouted"
+
+// redirectType is the type of the handler ServeMux.Handler returns for a
+// redirect.
+var redirectType = reflect.TypeOf(http.RedirectHandler("/", http.StatusMovedPermanently))
+
 type handler struct {
 	next http.Handler
+	mux  *http.ServeMux // next, when it is one
 	ctl  *admit.Controller
 	o    options
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	key := ""
+	if h.o.key != nil {
+		key = h.o.key(r)
+	} else if key = r.Pattern; key == "" {
+		if h.mux == nil {
+			key = UnroutedKey
+		} else if mh, pattern := h.mux.Handler(r); pattern != "" && reflect.TypeOf(mh) != redirectType {
+			key = pattern
+		} else {
+			// No route matched: the mux answers 404, 405 or a redirect
+			// itself (a redirect's "pattern" may be the client's path).
+			// Keying by path would give every client-invented path a
+			// semaphore of its own; such answers cost nothing, so they
+			// take no permit.
+			h.next.ServeHTTP(w, r)
+			return
+		}
+	}
 	ctx := r.Context()
-	t, err := h.ctl.Acquire(ctx, h.o.key(r))
+	t, err := h.ctl.Acquire(ctx, key)
 	if err != nil {
 		h.rejected(w, r, err.(*admit.Rejection))
 		return
@@ -71,12 +111,4 @@ func defaultReject(w http.ResponseWriter, _ *http.Request, code int, _ *admit.Re
 		return // the client went away: there is no one to answer
 	}
 	http.Error(w, http.StatusText(code), code)
-}
-
-// retryAfter formats d as a Retry-After value in whole seconds, rounded up.
-func retryAfter(d time.Duration) string {
-	if d <= 0 {
-		return ""
-	}
-	return strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10)
 }

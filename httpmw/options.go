@@ -19,25 +19,23 @@ type RejectFunc func(w http.ResponseWriter, r *http.Request, code int, rej *admi
 type options struct {
 	key        func(*http.Request) string
 	status     int
-	retryAfter string // header value, "" for none
+	retryWait  time.Duration // the WithRetryAfter value
+	retryAfter string        // header value, "" for none; set by Limit
 	reject     RejectFunc
 	admit      []admit.Option
 }
 
 func defaultOptions() options {
-	return options{key: defaultKey, status: http.StatusTooManyRequests, retryAfter: "1", reject: defaultReject}
+	return options{status: http.StatusTooManyRequests, reject: defaultReject}
 }
 
-// defaultKey is the ServeMux pattern, else the path.
-func defaultKey(r *http.Request) string {
-	if r.Pattern != "" {
-		return r.Pattern
-	}
-	return r.URL.Path
-}
-
-// WithKey sets the function that maps a request to its semaphore key. The
-// default is r.Pattern when a ServeMux matched one, else r.URL.Path.
+// WithKey sets the function that maps a request to its semaphore key;
+// every request, matched or not, then takes a permit of its key. The
+// default (key nil) is the request's ServeMux pattern: r.Pattern when
+// the middleware wraps a handler registered on a ServeMux; the pattern
+// that mux.Handler(r) resolves when it wraps a *http.ServeMux itself, and
+// no permit at all when no pattern matches (the mux then answers 404, 405
+// or a redirect); UnroutedKey otherwise.
 func WithKey(f func(r *http.Request) string) Option { return func(o *options) { o.key = f } }
 
 // WithStatus sets the status written when no permit could be had. The
@@ -46,9 +44,10 @@ func WithKey(f func(r *http.Request) string) Option { return func(o *options) { 
 func WithStatus(code int) Option { return func(o *options) { o.status = code } }
 
 // WithRetryAfter sets the Retry-After header of 429 and 503 responses,
-// rounded up to whole seconds. The default is 1s; 0 sends no header.
+// rounded up to whole seconds. 0 means admit.DefaultRetryAfter (1s), the
+// default; admit.NoRetryAfter sends no header.
 func WithRetryAfter(d time.Duration) Option {
-	return func(o *options) { o.retryAfter = retryAfter(d) }
+	return func(o *options) { o.retryWait = d }
 }
 
 // WithRejectHandler sets the function that writes rejections. The default
@@ -57,19 +56,22 @@ func WithRetryAfter(d time.Duration) Option {
 func WithRejectHandler(f RejectFunc) Option { return func(o *options) { o.reject = f } }
 
 // WithMaxWait sets how long a request may wait for a permit; see
-// admit.WithMaxWait. The default is 0: reject at once when none is free.
+// admit.WithMaxWait: 0 rejects at once when none is free (the default),
+// admit.WaitForever waits as long as the request's context allows.
 func WithMaxWait(d time.Duration) Option {
 	return func(o *options) { o.admit = append(o.admit, admit.WithMaxWait(d)) }
 }
 
 // WithMaxWaiting bounds how many requests of one key may wait in this
-// process; see admit.WithMaxWaiting. The default is 128.
+// process; see admit.WithMaxWaiting: 0 means admit.DefaultMaxWaiting (128),
+// the default; admit.NoWaiting lets none wait.
 func WithMaxWaiting(n int) Option {
 	return func(o *options) { o.admit = append(o.admit, admit.WithMaxWaiting(n)) }
 }
 
 // WithReleaseTimeout bounds the backend round trip of a release; see
-// admit.WithReleaseTimeout. The default is 2s.
+// admit.WithReleaseTimeout: 0 means admit.DefaultReleaseTimeout (2s), the
+// default.
 func WithReleaseTimeout(d time.Duration) Option {
 	return func(o *options) { o.admit = append(o.admit, admit.WithReleaseTimeout(d)) }
 }

@@ -25,8 +25,7 @@ type Controller struct {
 }
 
 // New returns a Controller that takes permits from sem. It panics if sem is
-// nil or an option is out of range (a negative wait, waiting bound or
-// release timeout).
+// nil or an option is out of range (see the option's documentation).
 func New(sem core.KeyedSemaphore, opts ...Option) *Controller {
 	if sem == nil {
 		panic("admit: New expects a non-nil semaphore")
@@ -35,13 +34,8 @@ func New(sem core.KeyedSemaphore, opts ...Option) *Controller {
 	for _, f := range opts {
 		f(&o)
 	}
-	switch {
-	case o.maxWait < 0:
-		panic(fmt.Sprintf("admit: WithMaxWait expects d >= 0, got %v", o.maxWait))
-	case o.maxWaiting < 0:
-		panic(fmt.Sprintf("admit: WithMaxWaiting expects n >= 0, got %d", o.maxWaiting))
-	case o.releaseTimeout <= 0:
-		panic(fmt.Sprintf("admit: WithReleaseTimeout expects d > 0, got %v", o.releaseTimeout))
+	if err := o.resolve(); err != nil {
+		panic(err.Error())
 	}
 	return &Controller{sem: sem, o: o, waiting: make(map[string]int)}
 }
@@ -72,9 +66,13 @@ func (c *Controller) Acquire(ctx context.Context, key string) (Ticket, error) {
 	if obs != nil {
 		obs.Observe(Event{Kind: EventQueued, Key: key})
 	}
-	wctx, cancel := context.WithTimeout(ctx, c.o.maxWait)
-	p, err = c.sem.Acquire(wctx, key)
-	cancel()
+	if c.o.maxWait == WaitForever {
+		p, err = c.sem.Acquire(ctx, key)
+	} else {
+		wctx, cancel := context.WithTimeout(ctx, c.o.maxWait)
+		p, err = c.sem.Acquire(wctx, key)
+		cancel()
+	}
 	c.dequeue(key)
 	if err != nil {
 		return Ticket{}, c.reject(ctx, key, err, start, true)
@@ -121,7 +119,7 @@ func (c *Controller) enqueue(key string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := c.waiting[key]
-	if n >= c.o.maxWaiting {
+	if n >= c.o.maxWaiting { // NoWaiting (-1) too
 		return false
 	}
 	c.waiting[key] = n + 1

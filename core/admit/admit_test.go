@@ -338,9 +338,9 @@ func TestNewPanics(t *testing.T) {
 	for name, f := range map[string]func(){
 		"nil sem":     func() { admit.New(nil) },
 		"nil global":  func() { admit.Global(nil) },
-		"neg wait":    func() { admit.New(core.NewLocalKeyed(1), admit.WithMaxWait(-1)) },
-		"neg waiting": func() { admit.New(core.NewLocalKeyed(1), admit.WithMaxWaiting(-1)) },
-		"no timeout":  func() { admit.New(core.NewLocalKeyed(1), admit.WithReleaseTimeout(0)) },
+		"neg wait":    func() { admit.New(core.NewLocalKeyed(1), admit.WithMaxWait(-time.Second)) },
+		"neg waiting": func() { admit.New(core.NewLocalKeyed(1), admit.WithMaxWaiting(-2)) },
+		"neg timeout": func() { admit.New(core.NewLocalKeyed(1), admit.WithReleaseTimeout(-time.Second)) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			defer func() {

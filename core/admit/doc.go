@@ -34,6 +34,36 @@
 // saturated key costs one extra round trip, and an unsaturated key exactly
 // one acquire and one release script.
 //
+// # One vocabulary
+//
+// httpmw, grpcmw, echomw and sqlmw take the same four settings, as With…
+// options (echomw: Config fields of the same names), and each value means
+// the same in all four. A zero value always means "not set", so a zero
+// echomw.Config field and an omitted option agree; the named constants
+// express "none" and "forever".
+//
+//	setting         value                meaning
+//	MaxWait         d > 0                wait up to d for a permit (the request's own deadline wins)
+//	                0                    never wait: reject at once when no permit is free
+//	                WaitForever          wait as long as the request's context allows
+//	MaxWaiting      n > 0                at most n requests of one key wait in this process
+//	                0                    DefaultMaxWaiting (128)
+//	                NoWaiting            nobody waits: reject at once, whatever MaxWait says
+//	ReleaseTimeout  d > 0                bound on the release round trip
+//	                0                    DefaultReleaseTimeout (2s)
+//	RetryAfter      d > 0                retry hint: HTTP Retry-After in whole seconds (rounded
+//	                                     up), gRPC RetryInfo and grpc-retry-pushback-ms
+//	                0                    DefaultRetryAfter (1s)
+//	                NoRetryAfter         no hint
+//
+// Other negative values are rejected when the middleware is built (a panic,
+// or echomw's Config.ToMiddleware error). The defaults differ in one place
+// only: MaxWait is 0 in the request adapters (fail fast, let the client
+// retry) and WaitForever in sqlmw (a query waits its turn, bounded by its
+// context). sqlmw has no RetryAfter: a query has no client to hint. The
+// table test in this package's adapters_test.go runs all four adapters
+// through the same cases.
+//
 // # Outcomes
 //
 // Acquire returns a Ticket, or a *Rejection whose Reason says why:
