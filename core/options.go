@@ -18,6 +18,8 @@ type config struct {
 	onError  func(error)
 	limits   map[string]int64
 	maxIdle  int
+
+	reentrant bool // WithReentrant
 }
 
 func defaultConfig() config {
