@@ -40,8 +40,8 @@ func (s keyedOne) TryAcquire(ctx context.Context, o ...core.AcquireOption) (*cor
 	return s.k.TryAcquire(ctx, s.key, o...)
 }
 func (s keyedOne) Stats(ctx context.Context) (core.Stats, error) { return s.k.Stats(ctx, s.key) }
-func (s keyedOne) SetLimit(ctx context.Context, n int64) error  { return s.k.SetLimit(ctx, s.key, n) }
-func (s keyedOne) Close() error                                 { return s.k.Close() }
+func (s keyedOne) SetLimit(ctx context.Context, n int64) error   { return s.k.SetLimit(ctx, s.key, n) }
+func (s keyedOne) Close() error                                  { return s.k.Close() }
 
 func forEachReentrant(t *testing.T, f func(t *testing.T, newSem func(limit int64, opts ...core.Option) sem)) {
 	for name, mk := range reentrantSems() {
