@@ -19,7 +19,9 @@ type config struct {
 	limits   map[string]int64
 	maxIdle  int
 
-	reentrant bool // WithReentrant
+	reentrant   bool          // WithReentrant
+	quorumDrift time.Duration // WithClockDrift
+	quorumSplit time.Duration // WithSplitWait
 }
 
 func defaultConfig() config {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"unicode"
 
 	"github.com/redis/go-redis/v9"
@@ -21,6 +22,7 @@ type Redis struct {
 	limit    int64 // configured; the limit stored in Redis wins
 	owned    bool  // Close closes b
 	fallback *Local
+	seen     atomic.Int64 // the limit in force, as the last script said (Quorum)
 }
 
 var _ Semaphore = (*Redis)(nil)

@@ -230,5 +230,8 @@ func (s *Redis) run(ctx context.Context, sc *redis.Script, limit int64, args ...
 	}
 	r, err := parseReply(v)
 	s.b.deliver(r.notes)
+	if r.limit > 0 {
+		s.seen.Store(r.limit)
+	}
 	return r, err
 }
