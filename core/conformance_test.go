@@ -59,7 +59,7 @@ func closeAtCleanup(t *testing.T, s sem) sem {
 // backends lists every backend the suite runs against: in-process,
 // Redis through miniredis, and a real redis-server.
 func backends() []backend {
-	return []backend{
+	return append([]backend{
 		{"local", func(t *testing.T, limit int64, opts ...core.Option) sem {
 			return closeAtCleanup(t, core.NewLocal(limit, opts...))
 		}},
@@ -81,7 +81,7 @@ func backends() []backend {
 			t.Cleanup(func() { _ = c.Close() })
 			return realSem(t, c, limit, opts)
 		}},
-	}
+	}, quorumBackends()...)
 }
 
 func realSem(t *testing.T, c redis.UniversalClient, limit int64, opts []core.Option) sem {

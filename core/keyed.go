@@ -44,6 +44,8 @@ type Keyed struct {
 	newSem  func(id keyID, label string, limit int64) keyedBackend
 	closeFn func() error
 
+	reentrant bool // WithReentrant
+
 	mu      sync.Mutex
 	entries map[keyID]*keyedEntry
 	idle    keyedEntry // sentinel of the idle ring, most recently idle first
@@ -83,7 +85,7 @@ func newKeyed(def int64, cfg config, newSem func(keyID, string, int64) keyedBack
 	for k, v := range cfg.limits { // validated by buildConfig
 		limits[newKeyID(k).keep()] = v
 	}
-	k := &Keyed{def: def, maxIdle: cfg.maxIdle, newSem: newSem, closeFn: closeFn,
+	k := &Keyed{def: def, maxIdle: cfg.maxIdle, reentrant: cfg.reentrant, newSem: newSem, closeFn: closeFn,
 		entries: make(map[keyID]*keyedEntry), limits: limits}
 	k.idle.prev, k.idle.next = &k.idle, &k.idle
 	return k
@@ -102,6 +104,12 @@ func (k *Keyed) TryAcquire(ctx context.Context, key string, opts ...AcquireOptio
 }
 
 func (k *Keyed) do(ctx context.Context, key string, opts []AcquireOption, try bool) (*Permit, error) {
+	if p, ok, err := reenter(ctx, k.reentrant, key, nestedWeight(opts), func(o releaser) bool {
+		e, ok := o.(*keyedEntry)
+		return ok && e.k == k && e.key == newKeyID(key)
+	}); ok {
+		return p, err
+	}
 	e, err := k.ref(key)
 	if err != nil {
 		return nil, err

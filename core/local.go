@@ -70,6 +70,9 @@ func (s *Local) acquire(ctx context.Context, try bool, opts []AcquireOption) (*P
 	if err != nil {
 		return nil, err
 	}
+	if p, ok, err := reenter(ctx, s.cfg.reentrant, s.name, a.weight, func(o releaser) bool { return o == s }); ok {
+		return p, err
+	}
 	n := a.weight
 	done := ctx.Done()
 	s.mu.Lock()

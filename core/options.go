@@ -20,6 +20,10 @@ type config struct {
 	limits   map[string]int64
 	maxIdle  int
 	fault    faultConfig // options_fault.go
+
+	reentrant   bool          // WithReentrant
+	quorumDrift time.Duration // WithClockDrift
+	quorumSplit time.Duration // WithSplitWait
 }
 
 func defaultConfig() config {

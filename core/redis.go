@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -17,6 +18,7 @@ type Redis struct {
 	owned    bool  // Close closes b
 	fallback *Local
 	clock    serverClock // Redis TIME against the local clock
+	seen     atomic.Int64 // the limit in force, as the last script said (Quorum)
 }
 
 var _ Semaphore = (*Redis)(nil)

@@ -13,6 +13,9 @@ func (s *Redis) acquire(ctx context.Context, try bool, opts []AcquireOption) (*P
 	if err != nil {
 		return nil, err
 	}
+	if p, ok, err := reenter(ctx, s.b.cfg.reentrant, s.name, a.weight, s.owns); ok {
+		return p, err
+	}
 	if s.b.isClosed() {
 		return nil, ErrClosed
 	}

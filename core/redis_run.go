@@ -50,6 +50,9 @@ func (s *Redis) runScript(ctx context.Context, sc *redis.Script, gated bool, lim
 	r, err := parseReply(v)
 	s.clock.learn(sent, recv, r.nowUS)
 	b.deliver(r.notes)
+	if r.limit > 0 {
+		s.seen.Store(r.limit)
+	}
 	if r.again {
 		b.resyncSem(s)
 	}

@@ -105,6 +105,7 @@ func (config Config) ToMiddleware() (echo.MiddlewareFunc, error) {
 				return config.ErrorHandler(c, err)
 			}
 			defer t.Release(ctx)
+			c.SetRequest(c.Request().WithContext(t.Context(ctx))) // handlers can reenter
 			return next(c)
 		}
 	}, nil

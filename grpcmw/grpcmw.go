@@ -52,7 +52,7 @@ func UnaryServerInterceptor(sem core.KeyedSemaphore, opts ...Option) grpc.UnaryS
 			return nil, err
 		}
 		defer t.Release(ctx)
-		return handler(ctx, req)
+		return handler(t.Context(ctx), req) // handlers can reenter
 	}
 }
 
@@ -69,9 +69,17 @@ func StreamServerInterceptor(sem core.KeyedSemaphore, opts ...Option) grpc.Strea
 			return err
 		}
 		defer t.Release(ctx)
-		return handler(srv, ss)
+		return handler(srv, permitStream{ss, t.Context(ctx)}) // handlers can reenter
 	}
 }
+
+// permitStream is a server stream whose Context holds the call's permit.
+type permitStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s permitStream) Context() context.Context { return s.ctx }
 
 // UnaryClientInterceptor returns a client interceptor that sends a unary
 // call only while it holds a permit of sem for its key. It panics if sem is

@@ -89,7 +89,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// A deferred call also runs while a panic unwinds; the panic goes on.
 	defer t.Release(ctx)
-	h.next.ServeHTTP(w, r)
+	h.next.ServeHTTP(w, r.WithContext(t.Context(ctx))) // handlers can reenter
 }
 
 func (h *handler) rejected(w http.ResponseWriter, r *http.Request, rej *admit.Rejection) {
