@@ -20,7 +20,10 @@ func (s *Semaphore) acquire(ctx context.Context, try bool, opts []core.AcquireOp
 	if ctx.Err() != nil {
 		return nil, core.WaitError(ctx, s.name)
 	}
-	p, err := s.tryGrant(ctx, a.Weight)
+	var p *core.Permit
+	if sn := s.last.Load(); try || sn == nil || len(sn.queue) == 0 && sn.used+a.Weight <= sn.st.Limit {
+		p, err = s.tryGrant(ctx, a.Weight)
+	} // else the last snapshot says queue: do so without reading first
 	switch {
 	case err == nil && p != nil:
 		return p, nil
@@ -122,21 +125,20 @@ func (s *Semaphore) wait(caller context.Context, w int64) (p *core.Permit, err e
 			return nil, s.errorOf(ctx, caller, "create session", err)
 		}
 		id := s.newID()
-		ok, _, err := s.kv.Acquire(&api.KVPair{Key: s.prefix + id, Value: mustJSON(contender{W: w}), Session: sid},
-			(&api.WriteOptions{}).WithContext(ctx))
+		sn, err := s.enqueue(ctx, id, w, sid)
+		if errors.Is(err, errSession) {
+			s.sess.invalidate(sid)
+			continue
+		}
 		if err != nil {
 			s.leave(ctx, id)
 			return nil, s.errorOf(ctx, caller, "queue", err)
-		}
-		if !ok { // the session is gone
-			s.sess.invalidate(sid)
-			continue
 		}
 		if start.IsZero() {
 			start = time.Now()
 			s.observe(core.Event{Kind: core.EventWait, Name: s.name, Weight: w})
 		}
-		p, err := s.await(ctx, id, w, sid)
+		p, err := s.await(ctx, sn, id, w, sid)
 		if err != nil {
 			s.leave(ctx, id)
 			if errors.Is(err, core.ErrInvalidArgument) {
@@ -162,9 +164,9 @@ func (s *Semaphore) wait(caller context.Context, w int64) (p *core.Permit, err e
 // prefix (a release, a lost holder, a new limit decide its turn); any other
 // waiter watches only the key of the waiter just ahead of it, which changes
 // when that one is granted or leaves: then it may have become the head.
-func (s *Semaphore) await(ctx context.Context, id string, w int64, sid string) (*core.Permit, error) {
+func (s *Semaphore) await(ctx context.Context, sn *snapshot, id string, w int64, sid string) (*core.Permit, error) {
 	key := s.prefix + id
-	sn, err := s.read(ctx, 0)
+	var err error
 	for {
 		if err != nil {
 			return nil, err
@@ -207,6 +209,34 @@ func (s *Semaphore) await(ctx context.Context, id string, w int64, sid string) (
 	}
 }
 
+// enqueue creates contender id's key, locked by session sid, and reads
+// the prefix in the same transaction: the snapshot it returns includes the
+// new key.
+func (s *Semaphore) enqueue(ctx context.Context, id string, w int64, sid string) (*snapshot, error) {
+	ok, resp, err := s.commit(ctx,
+		&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVLock, Key: s.prefix + id, Session: sid, Value: mustJSON(contender{W: w})}},
+		&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVGetTree, Key: s.prefix}})
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("queue: %v", resp.Errors)
+	}
+	var pairs api.KVPairs
+	var index uint64
+	for _, r := range resp.Results[1:] {
+		if r != nil && r.KV != nil {
+			pairs = append(pairs, r.KV)
+			index = max(index, r.KV.ModifyIndex)
+		}
+	}
+	sn, err := parse(s.prefix, pairs, index, s.limit)
+	if err == nil {
+		s.last.Store(sn)
+	}
+	return sn, err
+}
+
 // granted makes the permit of holder id and tracks it for renewal.
 func (s *Semaphore) granted(id string, w int64, sid string, token uint64, at time.Time) *core.Permit {
 	h := &holder{s: s, id: id, sid: sid, weight: w, lost: make(chan struct{})}
@@ -231,10 +261,16 @@ func (s *Semaphore) leave(ctx context.Context, id string) {
 // all in one transaction. It reports whether id was a live holder.
 func (s *Semaphore) release(ctx context.Context, id string) (bool, error) {
 	key := s.prefix + id
+	sn := s.last.Load()
+	if sn != nil && sn.keys[id] == nil {
+		sn = nil // older than id's key: no use
+	}
 	for {
-		sn, err := s.read(ctx, 0)
-		if err != nil {
-			return false, err
+		if sn == nil {
+			var err error
+			if sn, err = s.read(ctx, 0); err != nil {
+				return false, err
+			}
 		}
 		st := sn.st
 		st.Holders = slices.DeleteFunc(slices.Clone(st.Holders), func(h holderEntry) bool { return h.ID == id })
@@ -257,5 +293,6 @@ func (s *Semaphore) release(ctx context.Context, id string) (bool, error) {
 		if ok {
 			return held, nil
 		}
+		sn = nil // a concurrent write: read again
 	}
 }

@@ -31,6 +31,10 @@ type Semaphore struct {
 	sess     *sessions
 	idBase   string
 	idSeq    atomic.Uint64
+	// last is the latest snapshot this Semaphore read. Acquire and Release
+	// act on it optimistically: every write they make is conditional, so a
+	// stale snapshot only costs a failed transaction and a fresh read.
+	last atomic.Pointer[snapshot]
 }
 
 var _ core.Semaphore = (*Semaphore)(nil)
@@ -162,7 +166,11 @@ func (s *Semaphore) read(ctx context.Context, index uint64) (*snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	return parse(s.prefix, pairs, meta.LastIndex, s.limit)
+	sn, err := parse(s.prefix, pairs, meta.LastIndex, s.limit)
+	if err == nil {
+		s.last.Store(sn)
+	}
+	return sn, err
 }
 
 // commit runs ops as one transaction. ok is false if a check failed (a

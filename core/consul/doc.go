@@ -75,7 +75,11 @@
 //
 // Reads use Consul's default consistency mode; every decision is a
 // check-and-set transaction applied through Raft, so a stale read only
-// makes a write fail and retry. A holder that is paused or partitioned
+// makes a write fail and retry. That is also why Acquire and Release first
+// act on the last snapshot their Semaphore read, and a queueing Acquire
+// creates its key and reads the queue in one transaction: in the steady
+// state an Acquire that waits costs one write, one read and two blocking
+// queries, and a Release one write. A holder that is paused or partitioned
 // past its session's end is no longer counted: the semaphore may then
 // admit more than the limit while the paused holder still works. Use the
 // semaphore to protect capacity; where a resource must reject stale
