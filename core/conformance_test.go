@@ -2,9 +2,7 @@ package core_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/coretest"
+	"github.com/distsem/distsem/core/coretest/semtest"
 )
 
 // sem is what the conformance suite needs of a backend.
@@ -160,235 +159,13 @@ func wantStats(t *testing.T, s sem, inUse, waiting int64) {
 	}
 }
 
-func TestTryAcquireAndTokens(t *testing.T) {
+// TestConformance runs the conformance suite (core/coretest/semtest: tokens,
+// FIFO, weights, limits, Close, a hammer) on every backend of backends().
+// Backends in other modules run the same suite (core/consul).
+func TestConformance(t *testing.T) {
 	forEach(t, func(t *testing.T, b backend) {
-		ctx := context.Background()
-		s := b.new(t, 2)
-		p1 := tryAcquire(t, s)
-		p2 := tryAcquire(t, s)
-		if _, err := s.TryAcquire(ctx); !errors.Is(err, core.ErrNoPermit) {
-			t.Fatalf("third TryAcquire: err = %v, want ErrNoPermit", err)
-		}
-		if p2.Token() <= p1.Token() {
-			t.Fatalf("tokens %d then %d: want strictly increasing", p1.Token(), p2.Token())
-		}
-		ok(t, p1.Release(ctx))
-		p3 := tryAcquire(t, s)
-		if p3.Token() <= p2.Token() {
-			t.Fatalf("token after release %d, want > %d", p3.Token(), p2.Token())
-		}
-		ok(t, p2.Release(ctx))
-		ok(t, p3.Release(ctx))
-		wantStats(t, s, 0, 0)
-	})
-}
-
-func TestFIFO(t *testing.T) {
-	forEach(t, func(t *testing.T, b backend) {
-		ctx := context.Background()
-		s := b.new(t, 1)
-		holder := acquire(t, s)
-		const n = 8
-		order := make(chan int, n)
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				p, err := s.Acquire(ctx)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				order <- i
-				_ = p.Release(ctx)
-			}()
-			waitQueued(t, s, int64(i+1))
-		}
-		ok(t, holder.Release(ctx))
-		wg.Wait()
-		close(order)
-		want := 0
-		for got := range order {
-			if got != want {
-				t.Fatalf("grant %d went to waiter %d: not FIFO", want, got)
-			}
-			want++
-		}
-		wantStats(t, s, 0, 0)
-	})
-}
-
-func TestWeightedHeadBlocksSmaller(t *testing.T) {
-	forEach(t, func(t *testing.T, b backend) {
-		ctx := context.Background()
-		s := b.new(t, 3)
-		held := acquire(t, s, core.WithWeight(2))
-		big := make(chan *core.Permit, 1)
-		go func() { p, _ := s.Acquire(ctx, core.WithWeight(3)); big <- p }()
-		waitQueued(t, s, 1)
-		small := make(chan *core.Permit, 1)
-		go func() { p, _ := s.Acquire(ctx, core.WithWeight(1)); small <- p }()
-		waitQueued(t, s, 2)
-		// One permit is free, but the head needs three: nobody may pass it.
-		if _, err := s.TryAcquire(ctx); !errors.Is(err, core.ErrNoPermit) {
-			t.Fatalf("TryAcquire barged past the queue: %v", err)
-		}
-		wantStats(t, s, 2, 2)
-		ok(t, held.Release(ctx))
-		pb := <-big
-		if pb == nil || pb.Weight() != 3 {
-			t.Fatalf("head waiter: %v", pb)
-		}
-		wantStats(t, s, 3, 1)
-		ok(t, pb.Release(ctx))
-		ps := <-small
-		ok(t, ps.Release(ctx))
-		wantStats(t, s, 0, 0)
-	})
-}
-
-func TestDoubleRelease(t *testing.T) {
-	forEach(t, func(t *testing.T, b backend) {
-		ctx := context.Background()
-		s := b.new(t, 2)
-		p := acquire(t, s)
-		q := acquire(t, s)
-		ok(t, p.Release(ctx))
-		if err := p.Release(ctx); err != nil {
-			t.Fatalf("second Release: %v, want nil", err)
-		}
-		wantStats(t, s, 1, 0)
-		ok(t, q.Release(ctx))
-		wantStats(t, s, 0, 0)
-	})
-}
-
-func TestOversizedWeightFailsAtOnce(t *testing.T) {
-	forEach(t, func(t *testing.T, b backend) {
-		ctx := context.Background()
-		s := b.new(t, 2)
-		for _, try := range []bool{false, true} {
-			var err error
-			if try {
-				_, err = s.TryAcquire(ctx, core.WithWeight(3))
-			} else {
-				_, err = s.Acquire(ctx, core.WithWeight(3))
-			}
-			if !errors.Is(err, core.ErrInvalidArgument) {
-				t.Fatalf("try=%v: err = %v, want ErrInvalidArgument", try, err)
-			}
-		}
-		wantStats(t, s, 0, 0)
-	})
-}
-
-func TestBadAcquireArguments(t *testing.T) {
-	forEach(t, func(t *testing.T, b backend) {
-		ctx := context.Background()
-		s := b.new(t, 2)
-		for _, opt := range []core.AcquireOption{core.WithWeight(0), core.WithWeight(-1), core.WithLeaseTTL(time.Millisecond)} {
-			if _, err := s.Acquire(ctx, opt); !errors.Is(err, core.ErrInvalidArgument) {
-				t.Fatalf("err = %v, want ErrInvalidArgument", err)
-			}
-		}
-		if err := s.SetLimit(ctx, 0); !errors.Is(err, core.ErrInvalidArgument) {
-			t.Fatalf("SetLimit(0): err = %v, want ErrInvalidArgument", err)
-		}
-	})
-}
-
-func TestSetLimit(t *testing.T) {
-	forEach(t, func(t *testing.T, b backend) {
-		ctx := context.Background()
-		s := b.new(t, 1)
-		holder := acquire(t, s)
-		got := make(chan *core.Permit, 1)
-		go func() { p, _ := s.Acquire(ctx); got <- p }()
-		waitQueued(t, s, 1)
-		ok(t, s.SetLimit(ctx, 2)) // raising admits the waiter at once
-		p := <-got
-		if p == nil {
-			t.Fatal("waiter not granted after the limit was raised")
-		}
-		heavy := make(chan error, 1)
-		go func() { _, err := s.Acquire(ctx, core.WithWeight(2)); heavy <- err }()
-		waitQueued(t, s, 1)
-		ok(t, s.SetLimit(ctx, 1)) // the weight-2 waiter can never fit
-		if err := <-heavy; !errors.Is(err, core.ErrInvalidArgument) {
-			t.Fatalf("heavy waiter: err = %v, want ErrInvalidArgument", err)
-		}
-		if st := stats(t, s); st.Limit != 1 {
-			t.Fatalf("limit = %d, want 1", st.Limit)
-		}
-		ok(t, holder.Release(ctx))
-		ok(t, p.Release(ctx))
-		wantStats(t, s, 0, 0)
-	})
-}
-
-func TestCloseFailsWaiters(t *testing.T) {
-	forEach(t, func(t *testing.T, b backend) {
-		ctx := context.Background()
-		s := b.new(t, 1)
-		holder := acquire(t, s)
-		errc := make(chan error, 1)
-		go func() { _, err := s.Acquire(ctx); errc <- err }()
-		waitQueued(t, s, 1)
-		ok(t, s.Close())
-		if err := <-errc; !errors.Is(err, core.ErrClosed) {
-			t.Fatalf("queued Acquire after Close: %v, want ErrClosed", err)
-		}
-		if _, err := s.Acquire(ctx); !errors.Is(err, core.ErrClosed) {
-			t.Fatalf("Acquire after Close: %v, want ErrClosed", err)
-		}
-		_ = holder.Release(ctx)
-	})
-}
-
-// TestHammer runs many goroutines through a small limit and checks that
-// the number of holders never exceeds it and nothing leaks.
-func TestHammer(t *testing.T) {
-	forEach(t, func(t *testing.T, b backend) {
-		ctx := context.Background()
-		const limit = 3
-		s := b.new(t, limit)
-		var inside, peak atomic.Int64
-		var wg sync.WaitGroup
-		iters := 200
-		if b.name != "local" {
-			iters = 20
-		}
-		for g := range 16 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range iters {
-					w := int64(1 + (g+i)%2)
-					p, err := s.Acquire(ctx, core.WithWeight(w))
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					n := inside.Add(w)
-					for {
-						old := peak.Load()
-						if n <= old || peak.CompareAndSwap(old, n) {
-							break
-						}
-					}
-					inside.Add(-w)
-					if err := p.Release(ctx); err != nil {
-						t.Error(err)
-						return
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		if peak.Load() > limit {
-			t.Fatalf("peak weight held = %d, limit %d", peak.Load(), limit)
-		}
-		wantStats(t, s, 0, 0)
+		semtest.Run(t, semtest.Backend{Name: b.name, New: func(t *testing.T, limit int64, opts ...core.Option) semtest.Sem {
+			return b.new(t, limit, opts...)
+		}})
 	})
 }

@@ -1,0 +1,298 @@
+package consul
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/distsem/distsem/core"
+)
+
+func (s *Semaphore) acquire(ctx context.Context, try bool, opts []core.AcquireOption) (*core.Permit, error) {
+	a, err := core.ResolveAcquire(s.cfg.LeaseTTL, opts...)
+	if err != nil {
+		return nil, err
+	}
+	if ctx.Err() != nil {
+		return nil, core.WaitError(ctx, s.name)
+	}
+	var p *core.Permit
+	if sn := s.last.Load(); try || sn == nil || len(sn.queue) == 0 && sn.used+a.Weight <= sn.st.Limit {
+		p, err = s.tryGrant(ctx, a.Weight)
+	} // else the last snapshot says queue: do so without reading first
+	switch {
+	case err == nil && p != nil:
+		return p, nil
+	case err == nil && try:
+		return nil, fmt.Errorf("%w: %q", core.ErrNoPermit, s.name)
+	case err == nil:
+		p, err = s.wait(ctx, a.Weight)
+	}
+	if errors.Is(err, core.ErrUnavailable) {
+		return s.failed(ctx, s.report(err), try, opts, a.Weight)
+	}
+	return p, err
+}
+
+// errorOf turns an error of a Consul call made under ctx into the
+// package's contract: the ctx's end, ErrClosed, or ErrUnavailable.
+func (s *Semaphore) errorOf(ctx, caller context.Context, op string, err error) error {
+	switch {
+	case errors.Is(context.Cause(ctx), core.ErrClosed):
+		return core.ErrClosed
+	case caller.Err() != nil:
+		return core.WaitError(caller, s.name)
+	case errors.Is(err, core.ErrClosed), errors.Is(err, core.ErrInvalidArgument):
+		return err
+	}
+	return unavailable(op, s.name, err)
+}
+
+// tryGrant grants w permits if they fit and nobody is queued, creating the
+// holder's key under our session in the same transaction as the .lock
+// update. It returns a nil permit and nil error if there is no room.
+func (s *Semaphore) tryGrant(ctx context.Context, w int64) (*core.Permit, error) {
+	for {
+		sn, err := s.read(ctx, 0)
+		if err != nil {
+			return nil, s.errorOf(ctx, ctx, "acquire", err)
+		}
+		if w > sn.st.Limit {
+			return nil, tooHeavy(w, sn.st.Limit, s.name)
+		}
+		if len(sn.queue) > 0 || sn.used+w > sn.st.Limit {
+			return nil, nil
+		}
+		sid, err := s.sess.get(ctx)
+		if err != nil {
+			return nil, s.errorOf(ctx, ctx, "create session", err)
+		}
+		id := s.newID()
+		key := s.prefix + id
+		st := sn.st
+		st.Holders = append(slices.Clip(st.Holders), holderEntry{ID: id, W: w})
+		ok, resp, err := s.commit(ctx, sn.lockOp(s.lockKey, st, true),
+			&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVLock, Key: key, Session: sid,
+				Value: mustJSON(contender{W: w, At: time.Now().UnixMicro()})}})
+		switch {
+		case errors.Is(err, errSession):
+			s.sess.invalidate(sid)
+			continue
+		case err != nil:
+			s.leave(ctx, id)
+			return nil, s.errorOf(ctx, ctx, "acquire", err)
+		case ok:
+			return s.granted(id, w, sid, indexOf(resp, key), time.Now()), nil
+		}
+	}
+}
+
+func tooHeavy(w, limit int64, name string) error {
+	return fmt.Errorf("%w: weight %d exceeds the limit %d of %q", core.ErrInvalidArgument, w, limit, name)
+}
+
+// indexOf returns the ModifyIndex that the transaction gave key.
+func indexOf(resp *api.TxnResponse, key string) uint64 {
+	for _, r := range resp.Results {
+		if r != nil && r.KV != nil && r.KV.Key == key {
+			return r.KV.ModifyIndex
+		}
+	}
+	return 0
+}
+
+// wait queues a contender key and waits for its grant. A waiter whose key
+// vanished (its session was lost while it waited) queues again at the back.
+func (s *Semaphore) wait(caller context.Context, w int64) (p *core.Permit, err error) {
+	ctx, done, err := s.sess.addWaiter(caller)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	var start time.Time
+	defer func() {
+		if err != nil && !start.IsZero() {
+			s.observe(core.Event{Kind: core.EventAbandoned, Name: s.name, Weight: w, Wait: time.Since(start), Err: err})
+		}
+	}()
+	for {
+		sid, err := s.sess.get(ctx)
+		if err != nil {
+			return nil, s.errorOf(ctx, caller, "create session", err)
+		}
+		id := s.newID()
+		sn, err := s.enqueue(ctx, id, w, sid)
+		if errors.Is(err, errSession) {
+			s.sess.invalidate(sid)
+			continue
+		}
+		if err != nil {
+			s.leave(ctx, id)
+			return nil, s.errorOf(ctx, caller, "queue", err)
+		}
+		if start.IsZero() {
+			start = time.Now()
+			s.observe(core.Event{Kind: core.EventWait, Name: s.name, Weight: w})
+		}
+		p, err := s.await(ctx, sn, id, w, sid)
+		if err != nil {
+			s.leave(ctx, id)
+			if errors.Is(err, core.ErrInvalidArgument) {
+				return nil, err
+			}
+			return nil, s.errorOf(ctx, caller, "wait", err)
+		}
+		if p == nil {
+			continue // our key vanished: queue again
+		}
+		if caller.Err() != nil || ctx.Err() != nil {
+			// Granted as ctx ended: hand the permit on (go.dev/issue/63615).
+			_ = p.ReleaseDetached(ctx, s.sess.ttl)
+			return nil, s.errorOf(ctx, caller, "wait", ctx.Err())
+		}
+		s.observe(core.Event{Kind: core.EventAcquired, Name: s.name, Weight: w, Wait: time.Since(start)})
+		return p, nil
+	}
+}
+
+// await waits until contender id is granted. It returns a nil permit and a
+// nil error if the key vanished. The head of the queue watches the whole
+// prefix (a release, a lost holder, a new limit decide its turn); any other
+// waiter watches only the key of the waiter just ahead of it, which changes
+// when that one is granted or leaves: then it may have become the head.
+func (s *Semaphore) await(ctx context.Context, sn *snapshot, id string, w int64, sid string) (*core.Permit, error) {
+	key := s.prefix + id
+	var err error
+	for {
+		if err != nil {
+			return nil, err
+		}
+		me := sn.keys[id]
+		switch {
+		case me == nil:
+			return nil, nil
+		case sn.holds(id): // handed over by a release
+			return s.granted(id, w, sid, me.ModifyIndex, grantedAt(me)), nil
+		}
+		pos := sn.position(key)
+		if pos > 0 {
+			pred := sn.queue[pos-1]
+			q := &api.QueryOptions{WaitIndex: pred.ModifyIndex, WaitTime: blockWait}
+			if _, _, err := s.kv.Get(pred.Key, q.WithContext(ctx)); err != nil {
+				return nil, err
+			}
+			sn, err = s.read(ctx, 0)
+			continue
+		}
+		if w > sn.st.Limit {
+			return nil, tooHeavy(w, sn.st.Limit, s.name)
+		}
+		if sn.used+w <= sn.st.Limit {
+			st := sn.st
+			st.Holders = append(slices.Clip(st.Holders), holderEntry{ID: id, W: w})
+			now := time.Now()
+			ok, resp, cerr := s.commit(ctx, sn.lockOp(s.lockKey, st, true), grantOp(me, w, now))
+			if cerr != nil {
+				return nil, cerr
+			}
+			if ok {
+				return s.granted(id, w, sid, indexOf(resp, key), now), nil
+			}
+			sn, err = s.read(ctx, 0) // a concurrent write: look again
+			continue
+		}
+		sn, err = s.read(ctx, sn.index)
+	}
+}
+
+// enqueue creates contender id's key, locked by session sid, and reads
+// the prefix in the same transaction: the snapshot it returns includes the
+// new key.
+func (s *Semaphore) enqueue(ctx context.Context, id string, w int64, sid string) (*snapshot, error) {
+	ok, resp, err := s.commit(ctx,
+		&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVLock, Key: s.prefix + id, Session: sid, Value: mustJSON(contender{W: w})}},
+		&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVGetTree, Key: s.prefix}})
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("queue: %v", resp.Errors)
+	}
+	var pairs api.KVPairs
+	var index uint64
+	for _, r := range resp.Results[1:] {
+		if r != nil && r.KV != nil {
+			pairs = append(pairs, r.KV)
+			index = max(index, r.KV.ModifyIndex)
+		}
+	}
+	sn, err := parse(s.prefix, pairs, index, s.limit)
+	if err == nil {
+		s.last.Store(sn)
+	}
+	return sn, err
+}
+
+// granted makes the permit of holder id and tracks it for renewal.
+func (s *Semaphore) granted(id string, w int64, sid string, token uint64, at time.Time) *core.Permit {
+	h := &holder{s: s, id: id, sid: sid, weight: w, lost: make(chan struct{})}
+	p := core.NewPermit(h, core.Grant{Weight: w, Token: int64(token), GrantedAt: at, Lost: h.lost})
+	s.sess.hold(h)
+	return p
+}
+
+// leave takes contender id out: it deletes a queued key, or releases a
+// permit granted in a race and hands it on, with a ctx that outlives the
+// caller's. On failure the key goes when the session ends.
+func (s *Semaphore) leave(ctx context.Context, id string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.sess.ttl)
+	defer cancel()
+	if _, err := s.release(ctx, id); err != nil {
+		s.report(unavailable("leave queue", s.name, err))
+	}
+}
+
+// release frees contender id: it deletes its key and, if it held permits,
+// removes it from .lock and grants the head of the queue if it now fits,
+// all in one transaction. It reports whether id was a live holder.
+func (s *Semaphore) release(ctx context.Context, id string) (bool, error) {
+	key := s.prefix + id
+	sn := s.last.Load()
+	if sn != nil && sn.keys[id] == nil {
+		sn = nil // older than id's key: no use
+	}
+	for {
+		if sn == nil {
+			var err error
+			if sn, err = s.read(ctx, 0); err != nil {
+				return false, err
+			}
+		}
+		st := sn.st
+		st.Holders = slices.DeleteFunc(slices.Clone(st.Holders), func(h holderEntry) bool { return h.ID == id })
+		held := len(st.Holders) < len(sn.st.Holders)
+		var ops []*api.TxnOp
+		if held || sn.dead {
+			hand, queued := sn.handOff(&st, key, time.Now())
+			ops = append(append(ops, sn.lockOp(s.lockKey, st, queued)), hand...)
+		}
+		if me := sn.keys[id]; me != nil {
+			ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVDeleteCAS, Key: key, Index: me.ModifyIndex}})
+		}
+		if len(ops) == 0 {
+			return false, nil
+		}
+		ok, _, err := s.commit(ctx, ops...)
+		if err != nil {
+			return false, err
+		}
+		if ok {
+			return held, nil
+		}
+		sn = nil // a concurrent write: read again
+	}
+}

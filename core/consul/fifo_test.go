@@ -1,0 +1,78 @@
+package consul_test
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/distsem/distsem/core"
+)
+
+// Waiters of two processes (two Semaphore values, two sessions) are served
+// in arrival order, each grant with a larger token than the one before.
+func TestFIFOAcrossProcesses(t *testing.T) {
+	ctx := background()
+	a, b := pair(t, 1, 1, nil, nil)
+	holder, err := a.Acquire(ctx)
+	ok(t, err)
+	const n = 6
+	type grant struct {
+		i     int
+		token int64
+	}
+	grants := make(chan grant, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		s := a
+		if i%2 == 1 {
+			s = b
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p, err := s.Acquire(ctx)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			grants <- grant{i, p.Token()}
+			_ = p.Release(ctx)
+		}()
+		waitQueued(t, a, int64(i+1))
+	}
+	ok(t, holder.Release(ctx))
+	wg.Wait()
+	close(grants)
+	want, last := 0, holder.Token()
+	for g := range grants {
+		if g.i != want {
+			t.Fatalf("grant %d went to waiter %d: not FIFO", want, g.i)
+		}
+		if g.token <= last {
+			t.Fatalf("waiter %d: token %d after %d, want increasing", g.i, g.token, last)
+		}
+		want, last = want+1, g.token
+	}
+	wantStats(t, a, 0, 0)
+}
+
+// A waiter heavier than what is free blocks the lighter ones behind it,
+// and TryAcquire of another process does not pass it either.
+func TestTryAcquireDoesNotBarge(t *testing.T) {
+	ctx := background()
+	a, b := pair(t, 2, 2, nil, nil)
+	p, err := a.Acquire(ctx)
+	ok(t, err)
+	got := make(chan *core.Permit, 1)
+	go func() { q, _ := a.Acquire(ctx, core.WithWeight(2)); got <- q }()
+	waitQueued(t, b, 1)
+	if _, err := b.TryAcquire(ctx); err == nil {
+		t.Fatal("TryAcquire passed a queued waiter")
+	}
+	ok(t, p.Release(ctx))
+	q := <-got
+	if q == nil || q.Weight() != 2 {
+		t.Fatalf("heavy waiter got %v", q)
+	}
+	ok(t, q.Release(ctx))
+	wantStats(t, b, 0, 0)
+}

@@ -1,0 +1,286 @@
+// Command bench compares hashicorp's api.Semaphore with distsem's Consul
+// backend on the same agent: acquisitions per second, utilization (the
+// share of the limit's capacity that was held), wait p50/p99, how long a
+// cancelled Acquire takes to return, and whether grants carry a token.
+//
+// Each worker stands for one process: it has its own semaphore value (so
+// its own session) and loops acquire, hold, release.
+//
+//	consul agent -dev ... -http-port 23510 &
+//	go run ./internal/bench -addr 127.0.0.1:23510 -runs 1x16x1ms,4x32x2ms -d 10s
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/consul"
+)
+
+type run struct {
+	limit, workers int
+	hold           time.Duration
+}
+
+type result struct {
+	acquired   int64
+	held       time.Duration // summed over grants
+	waits      []time.Duration
+	tokens     int64 // grants with a token > 0
+	errors     int64
+	elapsed    time.Duration
+	perSecond  float64
+	utilisaton float64
+}
+
+// impl is one semaphore implementation: newWorker makes one contender.
+type impl struct {
+	name      string
+	newWorker func(prefix string, limit int) (acquire func(ctx context.Context) (release func(), token int64, err error), close func())
+}
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:8500", "Consul HTTP address")
+	runs := flag.String("runs", "1x16x1ms,4x32x2ms", "comma-separated limit x workers x hold")
+	dur := flag.Duration("d", 10*time.Second, "duration of each run")
+	cancels := flag.Int("cancels", 3, "cancellation samples per implementation")
+	verbose := flag.Bool("v", false, "print HTTP requests per acquisition, by kind, to stderr")
+	flag.Parse()
+
+	client, err := api.NewClient(&api.Config{Address: *addr, HttpClient: &http.Client{Transport: counting{&http.Transport{MaxIdleConnsPerHost: 256}}}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	impls := []impl{hashicorp(client), distsem(client)}
+	fmt.Printf("# %s, GOMAXPROCS=%s, agent %s\n", time.Now().UTC().Format(time.RFC3339), os.Getenv("GOMAXPROCS"), *addr)
+	fmt.Println("| impl | limit | workers | hold | acq/s | utilization | wait p50 | wait p99 | p99/p50 | tokens | errors |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, spec := range strings.Split(*runs, ",") {
+		r := parseRun(spec)
+		for _, im := range impls {
+			clear0 := snapshotCounts()
+			res := measure(im, r, *dur)
+			if *verbose {
+				fmt.Fprintf(os.Stderr, "%s %v: requests per acquisition: %s\n", im.name, spec, perAcq(clear0, snapshotCounts(), res.acquired))
+			}
+			p50, p99 := pct(res.waits, 50), pct(res.waits, 99)
+			ratio := 0.0
+			if p50 > 0 {
+				ratio = float64(p99) / float64(p50)
+			}
+			fmt.Printf("| %s | %d | %d | %v | %.1f | %.2f | %v | %v | %.1f | %d/%d | %d |\n", im.name, r.limit, r.workers, r.hold,
+				res.perSecond, res.utilisaton, p50.Round(10*time.Microsecond), p99.Round(10*time.Microsecond), ratio,
+				res.tokens, res.acquired, res.errors)
+		}
+	}
+	fmt.Println()
+	fmt.Println("| impl | cancellation latency samples | max |")
+	fmt.Println("|---|---|---|")
+	for _, im := range impls {
+		ds := cancellation(im, *cancels)
+		if len(ds) > 0 {
+			fmt.Printf("| %s | %v | %v |\n", im.name, ds, slices.Max(ds))
+		}
+	}
+}
+
+func parseRun(s string) run {
+	f := strings.Split(s, "x")
+	if len(f) != 3 {
+		log.Fatalf("bad run %q: want limit x workers x hold", s)
+	}
+	l, err1 := strconv.Atoi(f[0])
+	w, err2 := strconv.Atoi(f[1])
+	h, err3 := time.ParseDuration(f[2])
+	if err := errors.Join(err1, err2, err3); err != nil {
+		log.Fatalf("bad run %q: %v", s, err)
+	}
+	return run{l, w, h}
+}
+
+var seq atomic.Int64
+
+func prefix(name string) string {
+	return fmt.Sprintf("bench/%s-%d-%d", strings.ReplaceAll(name, " ", "-"), time.Now().UnixNano(), seq.Add(1))
+}
+
+func measure(im impl, r run, d time.Duration) result {
+	p := prefix(im.name)
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	var mu sync.Mutex
+	var res result
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range r.workers {
+		acquire, closeW := im.newWorker(p, r.limit)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer closeW()
+			for ctx.Err() == nil {
+				t0 := time.Now()
+				release, token, err := acquire(ctx)
+				if err != nil {
+					if ctx.Err() == nil {
+						mu.Lock()
+						res.errors++
+						mu.Unlock()
+					}
+					continue
+				}
+				wait := time.Since(t0)
+				t1 := time.Now()
+				time.Sleep(r.hold)
+				held := time.Since(t1)
+				release()
+				mu.Lock()
+				res.acquired++
+				res.held += held
+				res.waits = append(res.waits, wait)
+				if token > 0 {
+					res.tokens++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	res.elapsed = time.Since(start)
+	res.perSecond = float64(res.acquired) / res.elapsed.Seconds()
+	res.utilisaton = res.held.Seconds() / (float64(r.limit) * res.elapsed.Seconds())
+	return res
+}
+
+// cancellation fills a limit of 1, queues one waiter, cancels it once it
+// waits, and measures how long its Acquire takes to return.
+func cancellation(im impl, n int) []time.Duration {
+	var ds []time.Duration
+	for range n {
+		p := prefix(im.name + "-cancel")
+		acqH, closeH := im.newWorker(p, 1)
+		release, _, err := acqH(context.Background())
+		if err != nil {
+			log.Fatal(err)
+		}
+		acqW, closeW := im.newWorker(p, 1)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan time.Time, 1)
+		go func() {
+			if rel, _, err := acqW(ctx); err == nil {
+				rel()
+			}
+			done <- time.Now()
+		}()
+		time.Sleep(500 * time.Millisecond) // let it block in its query
+		t0 := time.Now()
+		cancel()
+		ds = append(ds, (<-done).Sub(t0).Round(time.Millisecond))
+		release()
+		closeW()
+		closeH()
+	}
+	return ds
+}
+
+func pct(ds []time.Duration, p int) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[min(len(s)-1, len(s)*p/100)]
+}
+
+func hashicorp(c *api.Client) impl {
+	return impl{name: "api.Semaphore", newWorker: func(prefix string, limit int) (func(context.Context) (func(), int64, error), func()) {
+		sem, err := c.SemaphoreOpts(&api.SemaphoreOptions{Prefix: prefix, Limit: limit})
+		if err != nil {
+			log.Fatal(err)
+		}
+		return func(ctx context.Context) (func(), int64, error) {
+			stop := make(chan struct{})
+			defer context.AfterFunc(ctx, func() { close(stop) })()
+			lost, err := sem.Acquire(stop)
+			if err != nil {
+				return nil, 0, err
+			}
+			if lost == nil {
+				return nil, 0, ctx.Err()
+			}
+			return func() { _ = sem.Release() }, 0, nil
+		}, func() {}
+	}}
+}
+
+func distsem(c *api.Client) impl {
+	return impl{name: "distsem consul", newWorker: func(prefix string, limit int) (func(context.Context) (func(), int64, error), func()) {
+		i := strings.LastIndexByte(prefix, '/')
+		sem := consul.New(c, prefix[i+1:], int64(limit), core.WithKeyPrefix(prefix[:i+1]))
+		return func(ctx context.Context) (func(), int64, error) {
+				p, err := sem.Acquire(ctx)
+				if err != nil {
+					return nil, 0, err
+				}
+				return func() { _ = p.Release(context.Background()) }, p.Token(), nil
+			}, func() {
+				_ = sem.Close()
+			}
+	}}
+}
+
+// counting counts the HTTP requests to the agent by kind.
+type counting struct{ rt http.RoundTripper }
+
+var counts sync.Map // kind -> *atomic.Int64
+
+func (c counting) RoundTrip(r *http.Request) (*http.Response, error) {
+	kind := r.Method + " " + r.URL.Path
+	if i := strings.Index(r.URL.Path, "/kv/"); i >= 0 {
+		kind = r.Method + " kv"
+		if r.URL.Query().Has("recurse") {
+			kind += " list"
+		}
+		if r.URL.Query().Has("index") {
+			kind += " blocking"
+		}
+	} else if strings.HasPrefix(r.URL.Path, "/v1/session/") {
+		kind = r.Method + " session"
+	}
+	n, _ := counts.LoadOrStore(kind, new(atomic.Int64))
+	n.(*atomic.Int64).Add(1)
+	return c.rt.RoundTrip(r)
+}
+
+func snapshotCounts() map[string]int64 {
+	m := map[string]int64{}
+	counts.Range(func(k, v any) bool { m[k.(string)] = v.(*atomic.Int64).Load(); return true })
+	return m
+}
+
+func perAcq(before, after map[string]int64, acquired int64) string {
+	var parts []string
+	var total int64
+	for k, v := range after {
+		if d := v - before[k]; d > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.2f", k, float64(d)/float64(max(acquired, 1))))
+			total += d
+		}
+	}
+	slices.Sort(parts)
+	return fmt.Sprintf("%.2f total (%s)", float64(total)/float64(max(acquired, 1)), strings.Join(parts, ", "))
+}
