@@ -22,8 +22,8 @@
 #
 # It picks a free port among $PORTS (default 6430-6439) for redis-server
 # (no persistence) and, for `cluster`, three among $CLUSTER_PORTS (default
-# 6440-6449; their cluster bus is port+10000), and stops every server by
-# its PID on exit. Output in $OUT: results.jsonl (one line per run),
+# 6440-6449; each with its cluster bus on port+$BUS_OFFSET, default 10000),
+# and stops every server by its PID on exit. Output in $OUT: results.jsonl (one line per run),
 # runs.txt (every report), machine.txt, evalsha.csv, local-bench.txt,
 # summary.md (median and range per workload) and *.png.
 set -euo pipefail
@@ -38,6 +38,7 @@ GROWTH_PARTS="peers growth-procs growth-waiters growth-sems cluster"
 ONLY=${ONLY:-"$CORE_PARTS $GROWTH_PARTS plots"}
 PORTS=${PORTS:-$(seq 6430 6439)}
 CLUSTER_PORTS=${CLUSTER_PORTS:-$(seq 6440 6449)}
+BUS_OFFSET=${BUS_OFFSET:-10000}
 # Backends of the growth parts; "leased" is skipped until core has the mode.
 DIST=${DIST:-"distsem leased seed redsync redislock"}
 OUT=$(mkdir -p "$OUT" && cd "$OUT" && pwd)
@@ -51,12 +52,14 @@ stop() {
 	for f in "${PIDFILES[@]}"; do
 		[ -s "$f" ] && kill "$(cat "$f")" 2>/dev/null || true
 	done
+	sleep 0.2
+	rm -rf "$D"
 }
 trap stop EXIT
 
 free_port() { # free_port CANDIDATES...: the first one not listening, with its bus port free too
 	for p in "$@"; do
-		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && ! (exec 3<>"/dev/tcp/127.0.0.1/$((p + 10000))") 2>/dev/null; then
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && ! (exec 3<>"/dev/tcp/127.0.0.1/$((p + BUS_OFFSET))") 2>/dev/null; then
 			case " ${TAKEN:-} " in *" $p "*) continue ;; esac
 			TAKEN="${TAKEN:-} $p"
 			echo "$p"
@@ -178,21 +181,21 @@ for rep in $(seq "$GREPS"); do
 		# bound needs one process: its line is the 1-process figure.
 		for p in $PROCS; do
 			for b in $DIST; do
-				run growth-procs "$b" -duration "$GD" -limit 1 -procs "$p" -workers $((4 * p)) -hold 1ms
+				run "growth-procs/p$p" "$b" -duration "$GD" -limit 1 -procs "$p" -workers $((4 * p)) -hold 1ms
 			done
 		done
 		for b in local xsync; do
-			run growth-procs "$b" -duration "$GD" -limit 1 -procs 1 -workers 4 -hold 1ms
+			run growth-procs/p1 "$b" -duration "$GD" -limit 1 -procs 1 -workers 4 -hold 1ms
 		done
 	fi
 	if want growth-waiters; then
 		# N goroutines over 4 processes wait for one permit held 1 ms.
 		for n in $WAITERS; do
 			for b in $DIST; do
-				run growth-waiters "$b" -duration "$WD" -limit 1 -procs 4 -workers "$n" -hold 1ms
+				run "growth-waiters/n$n" "$b" -duration "$WD" -limit 1 -procs 4 -workers "$n" -hold 1ms
 			done
 			for b in local xsync; do
-				run growth-waiters "$b" -duration "$WD" -limit 1 -procs 1 -workers "$n" -hold 1ms
+				run "growth-waiters/n$n" "$b" -duration "$WD" -limit 1 -procs 1 -workers "$n" -hold 1ms
 			done
 		done
 	fi
@@ -201,7 +204,7 @@ for rep in $(seq "$GREPS"); do
 		# semaphores picked at random, hold 0.
 		for s in $SEMS; do
 			for b in $DIST; do
-				run growth-sems "$b" -duration "$GD" -limit 1 -procs 4 -workers 32 -hold 0 -sems "$s"
+				run "growth-sems/s$s" "$b" -duration "$GD" -limit 1 -procs 4 -workers 32 -hold 0 -sems "$s"
 			done
 		done
 		if [ "$rep" = 1 ]; then
@@ -217,7 +220,8 @@ for rep in $(seq "$GREPS"); do
 			for i in 1 2 3; do
 				# shellcheck disable=SC2086
 				p=$(free_port $CLUSTER_PORTS) || { echo "no free port in: $CLUSTER_PORTS" >&2; exit 1; }
-				start_redis "$p" "$D/cluster$p" --cluster-enabled yes --cluster-config-file "$D/cluster$p/nodes.conf" --cluster-node-timeout 5000
+				start_redis "$p" "$D/cluster$p" --cluster-enabled yes --cluster-port $((p + BUS_OFFSET)) \
+					--cluster-config-file "$D/cluster$p/nodes.conf" --cluster-node-timeout 5000
 				CL+=("127.0.0.1:$p")
 			done
 			redis-cli --cluster create "${CL[@]}" --cluster-replicas 0 --cluster-yes >/dev/null

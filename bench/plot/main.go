@@ -5,7 +5,8 @@
 //
 // It writes, for the parts present in the file (see bench/run.sh):
 //
-//	growth-procs.png    utilization and throughput vs processes (label growth-procs)
+//	growth-procs.png    utilization, throughput and Jain's fairness index
+//	                    vs processes (label growth-procs)
 //	growth-waiters.png  wait p50 and p99 vs waiters (label growth-waiters)
 //	growth-sems.png     throughput vs distinct semaphores, with the Redis
 //	                    memory per idle semaphore in the legend (growth-sems, idlemem)
@@ -28,6 +29,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 )
 
 // row is the part of a result line the plots use.
@@ -39,6 +41,7 @@ type row struct {
 	Sems       int     `json:"sems"`
 	Throughput float64 `json:"Throughput"`
 	Util       float64 `json:"Util"`
+	Jain       float64 `json:"Jain"`
 	WaitP50    float64 `json:"WaitP50"` // ns
 	WaitP99    float64 `json:"WaitP99"` // ns
 	Starved    int     `json:"starved"`
@@ -56,6 +59,9 @@ func main() {
 	rows, err := readRows(f)
 	f.Close()
 	if err != nil {
+		fail(err)
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
 		fail(err)
 	}
 	files, err := drawAll(rows, *out)
@@ -103,10 +109,14 @@ func drawAll(rows []row, dir string) ([]string, error) {
 	return files, nil
 }
 
+// filter returns the rows of the given labels; "growth-sems/s100" is a
+// point of label "growth-sems" (run.sh names each point, so that `load
+// summarize` keeps the points apart).
 func filter(rows []row, labels ...string) []row {
 	var out []row
 	for _, r := range rows {
-		if slices.Contains(labels, r.Label) {
+		l, _, _ := strings.Cut(r.Label, "/")
+		if slices.Contains(labels, l) {
 			out = append(out, r)
 		}
 	}

@@ -10,7 +10,7 @@ import (
 
 func TestDrawAllWritesOnePNGPerPart(t *testing.T) {
 	in := `{"label":"growth-procs","backend":"distsem","procs":1,"Throughput":500,"Util":0.8}
-{"label":"growth-procs","backend":"distsem","procs":4,"Throughput":450,"Util":0.7}
+{"label":"growth-procs/p4","backend":"distsem","procs":4,"Throughput":450,"Util":0.7}
 {"label":"growth-procs","backend":"redsync","procs":1,"Throughput":300,"Util":0.5}
 {"label":"growth-procs","backend":"redsync","procs":4,"Throughput":200,"Util":0.3}
 {"label":"growth-procs","backend":"xsync","procs":1,"Throughput":900,"Util":0.99}
