@@ -5,7 +5,7 @@
 #   bench/run.sh                        # everything (core parts, then peers and growth curves)
 #   ONLY="util burst" bench/run.sh      # a subset of the parts below
 #   SCALE=small bench/run.sh            # shorter runs and fewer points (a check that it works)
-#   REPS=5 DURATION=10s OUT=/tmp/x bench/run.sh
+#   REPS=5 DURATION=10s OUT=/tmp/x bench/run.sh   # REPS: core parts; GREPS (default 1): growth parts
 #
 # Parts. Core (issue 2; distsem beside the seed's design):
 #   util procs uncontended burst handoff reference evalsha local
@@ -164,7 +164,9 @@ if [ "$SCALE" = small ]; then
 else
 	GD=$DURATION PROCS="1 2 4 8 16" WAITERS="10 100 1000 10000" SEMS="1 10 100 1000 10000" IDLE_N=10000 WD=10s
 fi
-GREPS=$([ "$SCALE" = small ] && echo 1 || echo "$REPS")
+# One repetition per point by default: each part then runs alone in under
+# 10 minutes on 2 cores. GREPS=3 for medians of 3.
+GREPS=${GREPS:-1}
 for rep in $(seq "$GREPS"); do
 	if want peers; then
 		for b in $DIST; do
