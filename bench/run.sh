@@ -159,10 +159,11 @@ if want local; then
 fi
 
 # ---- peers and growth curves (issue 11 §3)
+# The points of each curve can be set: e.g. WAITERS=10000 for one point.
 if [ "$SCALE" = small ]; then
-	GD=2s PROCS="1 2 4 8 16" WAITERS="10 100 1000" SEMS="1 100 10000" IDLE_N=2000 WD=3s
+	GD=2s WD=${WD:-3s} PROCS=${PROCS:-"1 2 4 8 16"} WAITERS=${WAITERS:-"10 100 1000"} SEMS=${SEMS:-"1 100 10000"} IDLE_N=${IDLE_N:-2000}
 else
-	GD=$DURATION PROCS="1 2 4 8 16" WAITERS="10 100 1000 10000" SEMS="1 10 100 1000 10000" IDLE_N=10000 WD=10s
+	GD=$DURATION WD=${WD:-10s} PROCS=${PROCS:-"1 2 4 8 16"} WAITERS=${WAITERS:-"10 100 1000 10000"} SEMS=${SEMS:-"1 10 100 1000 10000"} IDLE_N=${IDLE_N:-10000}
 fi
 # One repetition per point by default: each part then runs alone in under
 # 10 minutes on 2 cores. GREPS=3 for medians of 3.

@@ -233,6 +233,7 @@ func drawWaiters(sel, _ []row, file string) error {
 		return err
 	}
 	p.Legend.Left = true
+	p.Y.Max *= 40 // room above the lines for the legend (log scale)
 	return save(file, 9*vg.Inch, p)
 }
 
@@ -264,7 +265,8 @@ func drawSems(sel, all []row, file string) error {
 		}
 		p.Legend.Add(name, l, pts)
 	}
-	p.Legend.Left, p.Legend.Top = true, false
+	p.Legend.Left = true
+	p.Y.Max *= 1.45 // room above the lines for the legend
 	return save(file, 9*vg.Inch, p)
 }
 
@@ -307,6 +309,9 @@ func bars(title, y string, sel []row, labels, names []string, val func(row) floa
 	p.X.Tick.Label.Rotation = 0.35
 	p.X.Tick.Label.XAlign = draw.XRight
 	p.Y.Min = 0
+	if len(labels) > 1 {
+		p.Y.Max *= 1.25 // room above the bars for the legend
+	}
 	return p, nil
 }
 
