@@ -173,9 +173,8 @@ func save(file string, w vg.Length, ps ...*plot.Plot) error {
 	img := vgimg.New(w*vg.Length(len(ps)), 4.5*vg.Inch)
 	dc := draw.New(img)
 	tiles := draw.Tiles{Rows: 1, Cols: len(ps), PadX: vg.Millimeter * 4, PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
-	cs := plot.Align([][]*plot.Plot{ps}, tiles, dc)
 	for i, p := range ps {
-		p.Draw(cs[0][i])
+		p.Draw(tiles.At(dc, i, 0))
 	}
 	f, err := os.Create(file)
 	if err != nil {
@@ -219,22 +218,31 @@ func drawProcs(sel, _ []row, file string) error {
 
 func drawWaiters(sel, _ []row, file string) error {
 	n := func(r row) float64 { return float64(r.Workers) }
-	p := newPlot("Wait for a permit vs waiters (limit 1, 1 ms holds; solid p50, dashed p99)", "waiters (goroutines over 4 processes)", "wait (ms)")
+	p := newPlot("Wait vs waiters (limit 1, 1 ms holds; solid p50, dashed p99)", "waiters (goroutines over 4 processes)", "wait of the grants made (ms)")
 	logX(p)
 	p.Y.Scale = plot.LogScale{}
 	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 	ms := func(f func(row) float64) func(row) float64 {
 		return func(r row) float64 { return max(f(r)/1e6, 1e-3) }
 	}
-	if err := addLines(p, bySeries(sel, n, ms(func(r row) float64 { return r.WaitP50 })), false, true); err != nil {
+	if err := addLines(p, bySeries(sel, n, ms(func(r row) float64 { return r.WaitP50 })), false, false); err != nil {
 		return err
 	}
 	if err := addLines(p, bySeries(sel, n, ms(func(r row) float64 { return r.WaitP99 })), true, false); err != nil {
 		return err
 	}
-	p.Legend.Left = true
-	p.Y.Max *= 40 // room above the lines for the legend (log scale)
-	return save(file, 9*vg.Inch, p)
+	// The percentiles cover the grants made; a run too short to serve
+	// everyone (FIFO: the queue's tail) or a design that starves some
+	// (barging) shows in the share of goroutines served at least once.
+	s := newPlot("Goroutines served at least once in the run", "waiters (goroutines over 4 processes)", "share served")
+	logX(s)
+	s.Y.Min, s.Y.Max = 0, 1.05
+	served := func(r row) float64 { return 1 - float64(r.Starved)/float64(max(r.Workers, 1)) }
+	if err := addLines(s, bySeries(sel, n, served), false, true); err != nil {
+		return err
+	}
+	s.Legend.Left, s.Legend.Top = true, false
+	return save(file, 6.5*vg.Inch, p, s)
 }
 
 func drawSems(sel, all []row, file string) error {

@@ -7,7 +7,8 @@
 //
 //	growth-procs.png    utilization, throughput and Jain's fairness index
 //	                    vs processes (label growth-procs)
-//	growth-waiters.png  wait p50 and p99 vs waiters (label growth-waiters)
+//	growth-waiters.png  wait p50 and p99 vs waiters, and the share of
+//	                    waiters served at least once (label growth-waiters)
 //	growth-sems.png     throughput vs distinct semaphores, with the Redis
 //	                    memory per idle semaphore in the legend (growth-sems, idlemem)
 //	cluster.png         throughput on one node and on a 3-master Cluster
