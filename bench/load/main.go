@@ -1,6 +1,6 @@
 // Command load is the multi-process load driver of the benchmarks.
 //
-//	go run ./bench/load -backend distsem|seed|local|xsync -redis 127.0.0.1:6430 \
+//	cd bench && go run ./load -backend distsem|seed|redsync|redislock|local|xsync -redis 127.0.0.1:6430 \
 //	    -limit 4 -procs 4 -workers 32 -hold 2ms -duration 5s
 //
 // The parent starts -procs worker processes (re-executions of this binary)
@@ -22,11 +22,11 @@
 // With -sems N each acquire picks one of N semaphores at random (distsem
 // uses core.NewRedisKeyed); -cluster a,b,c runs on a Redis Cluster.
 //
-//	go run ./bench/load idlemem -backend distsem -redis ADDR -n 1000
+//	go run ./load idlemem -backend distsem -redis ADDR -n 1000
 //
 // prints the Redis memory that one idle semaphore keeps (see idlemem.go).
 //
-//	go run ./bench/load summarize results.jsonl
+//	go run ./load summarize results.jsonl
 //
 // prints the median and range of every figure per -label, from the JSON
 // lines that runs with -results appended.
