@@ -3,6 +3,6 @@
 // allocs/op), and with a real redis-server (p50/p99 latency added under a
 // steady load, and Redis calls per request). See bench/RESULTS-adapters.md.
 //
-//	go test -run '^$' -bench . -benchmem ./bench/adapters/
-//	DISTSEM_REDIS_ADDR=127.0.0.1:6379 go test -run '^$' -bench Redis ./bench/adapters/
+//	go test -run '^$' -bench . -benchmem ./adapters/   (from bench/, its own module)
+//	DISTSEM_REDIS_ADDR=127.0.0.1:6379 go test -run '^$' -bench Redis ./adapters/
 package adapters_test

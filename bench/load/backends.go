@@ -2,12 +2,18 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
+	"github.com/bsm/redislock"
 	"github.com/distsem/distsem/bench/seedsem"
 	"github.com/distsem/distsem/core"
+	"github.com/go-redsync/redsync/v4"
+	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/semaphore"
 )
@@ -19,56 +25,192 @@ type grant struct {
 	token   int64
 }
 
+// backend acquires a permit of semaphore number key (0 ≤ key < -sems).
 type backend interface {
-	acquire(ctx context.Context) (grant, error)
+	acquire(ctx context.Context, key int) (grant, error)
 }
 
-// grantedAt is implemented by *core.Permit once the lead adds it: the Redis
-// server time of the grant.
+// Backends, as named by -backend. The peers (redsync, redislock) are
+// mutexes: they need -limit 1. local and xsync are per process: -procs 1.
+var backendNames = []string{"distsem", "leased", "seed", "redsync", "redislock", "local", "xsync"}
+
+// errLeasedMissing is the empty slot of distsem's leasing mode (issue 11
+// §2): the harness, plots and run.sh already know the name, so the figures
+// appear once core has the mode and openBackend builds it.
+var errLeasedMissing = errors.New("distsem has no leased mode in this commit (issue 11 §2): slot left empty")
+
+func mutexOnly(b string) bool { return b == "redsync" || b == "redislock" }
+func inProcess(b string) bool { return b == "local" || b == "xsync" }
+
+// grantedAt is implemented by *core.Permit: the Redis server time of the grant.
 type grantedAt interface{ GrantedAt() time.Time }
 
-type coreSem struct{ s core.Semaphore }
-
-func (b coreSem) acquire(ctx context.Context) (grant, error) {
-	p, err := b.s.Acquire(ctx)
-	if err != nil {
-		return grant{}, err
-	}
+func fromPermit(p *core.Permit) grant {
 	g := grant{release: p.Release, token: p.Token()}
 	if ga, ok := any(p).(grantedAt); ok {
 		if t := ga.GrantedAt(); !t.IsZero() {
 			g.server = t.UnixNano()
 		}
 	}
-	return g, nil
+	return g
 }
 
-type seedSem struct{ s *seedsem.Sem }
+type coreSem struct{ s core.Semaphore }
 
-func (b seedSem) acquire(ctx context.Context) (grant, error) {
-	rel, err := b.s.Acquire(ctx)
+func (b coreSem) acquire(ctx context.Context, _ int) (grant, error) {
+	p, err := b.s.Acquire(ctx)
+	if err != nil {
+		return grant{}, err
+	}
+	return fromPermit(p), nil
+}
+
+// keyedSem is distsem with -sems > 1: core.Keyed, one semaphore per key.
+type keyedSem struct {
+	k    *core.Keyed
+	keys []string
+}
+
+func (b keyedSem) acquire(ctx context.Context, key int) (grant, error) {
+	p, err := b.k.Acquire(ctx, b.keys[key])
+	if err != nil {
+		return grant{}, err
+	}
+	return fromPermit(p), nil
+}
+
+type seedSem struct{ s []*seedsem.Sem }
+
+func (b seedSem) acquire(ctx context.Context, key int) (grant, error) {
+	rel, err := b.s[key].Acquire(ctx)
 	if err != nil {
 		return grant{}, err
 	}
 	return grant{release: rel}, nil
 }
 
-type xsyncSem struct{ s *semaphore.Weighted }
+type xsyncSem struct{ s []*semaphore.Weighted }
 
-func (b xsyncSem) acquire(ctx context.Context) (grant, error) {
-	if err := b.s.Acquire(ctx, 1); err != nil {
+func (b xsyncSem) acquire(ctx context.Context, key int) (grant, error) {
+	s := b.s[key]
+	if err := s.Acquire(ctx, 1); err != nil {
 		return grant{}, err
 	}
-	return grant{release: func(context.Context) error { b.s.Release(1); return nil }}, nil
+	return grant{release: func(context.Context) error { s.Release(1); return nil }}, nil
+}
+
+type localSem struct{ s []*core.Local }
+
+func (b localSem) acquire(ctx context.Context, key int) (grant, error) {
+	p, err := b.s[key].Acquire(ctx)
+	if err != nil {
+		return grant{}, err
+	}
+	return fromPermit(p), nil
+}
+
+// redsyncSem is go-redsync/redsync with its default options (expiry 8 s,
+// 32 tries, a random 50–250 ms delay between tries). When the 32 tries
+// fail (ErrFailed) it calls LockContext again, so acquire blocks like the
+// others.
+type redsyncSem struct {
+	rs   *redsync.Redsync
+	keys []string
+}
+
+func (b redsyncSem) acquire(ctx context.Context, key int) (grant, error) {
+	for {
+		m := b.rs.NewMutex(b.keys[key])
+		err := m.LockContext(ctx)
+		if err == nil {
+			return grant{release: func(ctx context.Context) error {
+				ok, err := m.UnlockContext(ctx)
+				if err == nil && !ok {
+					err = errors.New("redsync: unlock did not find the lock")
+				}
+				return err
+			}}, nil
+		}
+		if ctx.Err() != nil {
+			return grant{}, ctx.Err()
+		}
+		if !errors.Is(err, redsync.ErrFailed) {
+			return grant{}, err
+		}
+	}
+}
+
+// redislockSem is bsm/redislock. Its default retry strategy is NoRetry
+// (Obtain fails at once when the lock is taken), which cannot block, so
+// the harness uses the retry of its README, LinearBackoff(100 ms), without
+// a limit: Obtain then retries until it wins or ctx ends. TTL 8 s, as
+// redsync's default expiry.
+type redislockSem struct {
+	c    *redislock.Client
+	keys []string
+}
+
+var redislockOpts = &redislock.Options{RetryStrategy: redislock.LinearBackoff(100 * time.Millisecond)}
+
+func (b redislockSem) acquire(ctx context.Context, key int) (grant, error) {
+	for {
+		l, err := b.c.Obtain(ctx, b.keys[key], 8*time.Second, redislockOpts)
+		if err == nil {
+			return grant{release: l.Release}, nil
+		}
+		if ctx.Err() != nil {
+			return grant{}, ctx.Err()
+		}
+		if !errors.Is(err, redislock.ErrNotObtained) {
+			return grant{}, err
+		}
+	}
+}
+
+// keyNames returns the -sems semaphore names of this run.
+func keyNames(c config) []string {
+	if c.sems <= 1 {
+		return []string{c.name}
+	}
+	keys := make([]string, c.sems)
+	for i := range keys {
+		keys[i] = c.name + "-" + strconv.Itoa(i)
+	}
+	return keys
+}
+
+// newClient connects to -redis, or to the Cluster of -cluster.
+func newClient(c config, pool int) redis.UniversalClient {
+	if c.cluster != "" {
+		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(c.cluster, ","), PoolSize: pool, MinIdleConns: min(pool, 8)})
+	}
+	return redis.NewClient(&redis.Options{Addr: c.addr, PoolSize: pool, MinIdleConns: min(pool, 8)})
 }
 
 func openBackend(c config) (backend, func(), error) {
+	keys := keyNames(c)
 	switch c.backend {
 	case "local":
-		s := core.NewLocal(c.limit)
-		return coreSem{s}, func() { s.Close() }, nil
+		s := make([]*core.Local, len(keys))
+		for i := range s {
+			s[i] = core.NewLocal(c.limit)
+		}
+		if len(s) == 1 {
+			return coreSem{s[0]}, func() { s[0].Close() }, nil
+		}
+		return localSem{s}, func() {
+			for _, x := range s {
+				x.Close()
+			}
+		}, nil
 	case "xsync":
-		return xsyncSem{semaphore.NewWeighted(c.limit)}, func() {}, nil
+		s := make([]*semaphore.Weighted, len(keys))
+		for i := range s {
+			s[i] = semaphore.NewWeighted(c.limit)
+		}
+		return xsyncSem{s}, func() {}, nil
+	case "leased":
+		return nil, nil, errLeasedMissing
 	}
 	pool := c.pool
 	if pool <= 0 {
@@ -79,19 +221,41 @@ func openBackend(c config) (backend, func(), error) {
 			pool = c.childGors + 8
 		}
 	}
-	client := redis.NewClient(&redis.Options{Addr: c.addr, PoolSize: pool, MinIdleConns: min(pool, 8)})
+	client := newClient(c, pool)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := client.Ping(ctx).Err(); err != nil {
 		client.Close()
-		return nil, nil, fmt.Errorf("redis %s: %w", c.addr, err)
+		return nil, nil, fmt.Errorf("redis %s%s: %w", c.addr, c.cluster, err)
 	}
 	switch c.backend {
 	case "distsem":
-		s := core.NewRedis(client, c.name, c.limit, core.WithKeyPrefix("bench:"), core.WithDefaultLeaseTTL(c.lease))
-		return coreSem{s}, func() { s.Close(); client.Close() }, nil
-	default:
-		s := seedsem.New(client, c.name, c.limit, seedsem.Options{ID: fmt.Sprintf("p%d-%d", c.childIndex, os.Getpid())})
+		opts := []core.Option{core.WithKeyPrefix("bench:"), core.WithDefaultLeaseTTL(c.lease)}
+		if len(keys) == 1 {
+			s := core.NewRedis(client, c.name, c.limit, opts...)
+			return coreSem{s}, func() { s.Close(); client.Close() }, nil
+		}
+		k := core.NewRedisKeyed(client, c.name, c.limit, opts...)
+		return keyedSem{k, keys}, func() { k.Close(); client.Close() }, nil
+	case "seed":
+		s := make([]*seedsem.Sem, len(keys))
+		for i, k := range keys {
+			s[i] = seedsem.New(client, k, c.limit, seedsem.Options{ID: fmt.Sprintf("p%d-%d", c.childIndex, os.Getpid())})
+		}
 		return seedSem{s}, func() { client.Close() }, nil
+	case "redsync":
+		return redsyncSem{redsync.New(goredis.NewPool(client)), prefixed("redsync:", keys)}, func() { client.Close() }, nil
+	case "redislock":
+		return redislockSem{redislock.New(client), prefixed("redislock:", keys)}, func() { client.Close() }, nil
 	}
+	client.Close()
+	return nil, nil, fmt.Errorf("unknown -backend %q", c.backend)
+}
+
+func prefixed(p string, keys []string) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = p + k
+	}
+	return out
 }

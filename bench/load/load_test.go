@@ -72,8 +72,17 @@ func TestCPUCounters(t *testing.T) {
 	}
 }
 
+func TestCheckAcceptsPeers(t *testing.T) {
+	for _, b := range []string{"distsem", "seed", "redsync", "redislock"} {
+		c := config{backend: b, addr: "127.0.0.1:6430", cluster: "127.0.0.1:7000,127.0.0.1:7001", limit: 1, procs: 4, workers: 8, duration: time.Second, warmup: -1, cooldown: -1, sems: 100}
+		if err := c.check(); err != nil {
+			t.Errorf("%s: %v", b, err)
+		}
+	}
+}
+
 func TestCheckRejectsBadConfigs(t *testing.T) {
-	base := config{backend: "distsem", addr: "127.0.0.1:6430", limit: 4, procs: 4, workers: 32, duration: time.Second, warmup: -1, cooldown: -1}
+	base := config{backend: "distsem", addr: "127.0.0.1:6430", limit: 4, procs: 4, workers: 32, duration: time.Second, warmup: -1, cooldown: -1, sems: 1}
 	if err := base.check(); err != nil {
 		t.Fatalf("good config: %v", err)
 	}
@@ -83,6 +92,11 @@ func TestCheckRejectsBadConfigs(t *testing.T) {
 		"fewer workers":   func(c *config) { c.workers = 2 },
 		"no window":       func(c *config) { c.warmup, c.cooldown = 600*time.Millisecond, 400*time.Millisecond },
 		"unknown backend": func(c *config) { c.backend = "zk" },
+		"mutex limit 4":   func(c *config) { c.backend = "redsync" },
+		"redislock 4":     func(c *config) { c.backend = "redislock" },
+		"remote cluster":  func(c *config) { c.cluster = "127.0.0.1:7000,10.0.0.2:7001" },
+		"no semaphores":   func(c *config) { c.sems = 0 },
+		"leased, not yet": func(c *config) { c.backend = "leased" },
 	} {
 		c := base
 		mod(&c)

@@ -1,6 +1,6 @@
 // Command load is the multi-process load driver of the benchmarks.
 //
-//	go run ./bench/load -backend distsem|seed|local|xsync -redis 127.0.0.1:6430 \
+//	cd bench && go run ./load -backend distsem|seed|redsync|redislock|local|xsync -redis 127.0.0.1:6430 \
 //	    -limit 4 -procs 4 -workers 32 -hold 2ms -duration 5s
 //
 // The parent starts -procs worker processes (re-executions of this binary)
@@ -13,10 +13,20 @@
 // bench/analyze over the steady window [start+warmup, start+duration−cooldown).
 //
 // Backends: distsem (core.NewRedis), seed (bench/seedsem, the article's
-// design), local (core.NewLocal) and xsync (golang.org/x/sync/semaphore).
-// local and xsync are per process, so they need -procs 1.
+// design), the peers redsync (go-redsync/redsync) and redislock
+// (bsm/redislock), which are mutexes and need -limit 1, local
+// (core.NewLocal) and xsync (golang.org/x/sync/semaphore), which are per
+// process and need -procs 1, and leased (distsem's leasing mode: an empty
+// slot until core has it). See backends.go for each peer's settings.
 //
-//	go run ./bench/load summarize results.jsonl
+// With -sems N each acquire picks one of N semaphores at random (distsem
+// uses core.NewRedisKeyed); -cluster a,b,c runs on a Redis Cluster.
+//
+//	go run ./load idlemem -backend distsem -redis ADDR -n 1000
+//
+// prints the Redis memory that one idle semaphore keeps (see idlemem.go).
+//
+//	go run ./load summarize results.jsonl
 //
 // prints the median and range of every figure per -label, from the JSON
 // lines that runs with -results appended.
@@ -30,9 +40,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -61,6 +73,8 @@ type config struct {
 	keep     bool
 	pool     int
 	redisPID int
+	sems     int
+	cluster  string
 
 	// Child mode.
 	childIndex int
@@ -69,6 +83,13 @@ type config struct {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "idlemem" {
+		if err := idlemem(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "load:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == "summarize" {
 		if err := summarize(os.Stdout, os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "load:", err)
@@ -77,7 +98,7 @@ func main() {
 		return
 	}
 	var c config
-	flag.StringVar(&c.backend, "backend", "distsem", "distsem | seed | local | xsync")
+	flag.StringVar(&c.backend, "backend", "distsem", strings.Join(backendNames, " | "))
 	flag.StringVar(&c.addr, "redis", "127.0.0.1:6430", "redis-server address (loopback only)")
 	flag.StringVar(&c.name, "name", "", "semaphore name (default: unique per run)")
 	flag.Int64Var(&c.limit, "limit", 4, "permits")
@@ -95,6 +116,8 @@ func main() {
 	flag.BoolVar(&c.keep, "keep", false, "keep the timeline files")
 	flag.IntVar(&c.pool, "pool", 0, "go-redis pool size per process (default: distsem 20, seed goroutines+8)")
 	flag.IntVar(&c.redisPID, "redis-pid", 0, "PID of redis-server, to report its CPU use (optional)")
+	flag.IntVar(&c.sems, "sems", 1, "distinct semaphores; each acquire picks one at random")
+	flag.StringVar(&c.cluster, "cluster", "", "comma-separated Redis Cluster addresses (loopback only) instead of -redis")
 	flag.IntVar(&c.childIndex, "child-index", -1, "internal: run as worker process i")
 	flag.IntVar(&c.childGors, "child-gors", 0, "internal: goroutines of this worker process")
 	flag.StringVar(&c.childOut, "child-out", "", "internal: timeline file of this worker process")
@@ -113,20 +136,27 @@ func main() {
 }
 
 func (c *config) check() error {
-	if c.limit <= 0 || c.procs <= 0 || c.workers < c.procs || c.duration <= 0 || c.hold < 0 {
-		return fmt.Errorf("bad sizes: limit %d procs %d workers %d duration %v hold %v", c.limit, c.procs, c.workers, c.duration, c.hold)
+	if c.limit <= 0 || c.procs <= 0 || c.workers < c.procs || c.duration <= 0 || c.hold < 0 || c.sems < 1 {
+		return fmt.Errorf("bad sizes: limit %d procs %d workers %d duration %v hold %v sems %d", c.limit, c.procs, c.workers, c.duration, c.hold, c.sems)
 	}
-	switch c.backend {
-	case "distsem", "seed":
-		if !strings.HasPrefix(c.addr, "127.0.0.1:") && !strings.HasPrefix(c.addr, "localhost:") {
-			return fmt.Errorf("-redis %q: loopback addresses only", c.addr)
-		}
-	case "local", "xsync":
+	switch {
+	case !slices.Contains(backendNames, c.backend):
+		return fmt.Errorf("unknown -backend %q", c.backend)
+	case c.backend == "leased":
+		return errLeasedMissing
+	case inProcess(c.backend):
 		if c.procs != 1 {
 			return fmt.Errorf("-backend %s is per process: use -procs 1", c.backend)
 		}
 	default:
-		return fmt.Errorf("unknown -backend %q", c.backend)
+		for _, a := range append(strings.Split(c.cluster, ","), c.addr) {
+			if a != "" && !strings.HasPrefix(a, "127.0.0.1:") && !strings.HasPrefix(a, "localhost:") {
+				return fmt.Errorf("%q: loopback addresses only", a)
+			}
+		}
+		if mutexOnly(c.backend) && c.limit != 1 {
+			return fmt.Errorf("-backend %s is a mutex: use -limit 1", c.backend)
+		}
 	}
 	if c.warmup < 0 {
 		c.warmup = c.duration / 10
@@ -151,6 +181,11 @@ type result struct {
 	Hold     time.Duration `json:"hold"`
 	Duration time.Duration `json:"duration"`
 	Errors   int64         `json:"errors"`
+	Sems     int           `json:"sems,omitempty"`
+	Cluster  bool          `json:"cluster,omitempty"`
+	// Starved is the number of goroutines that got no grant in the whole
+	// run (their waits are missing from the wait percentiles).
+	Starved int `json:"starved"`
 	// Average cores busy during the run (start instant to the last
 	// worker's exit): the whole machine, the worker processes,
 	// redis-server, and the rest (other jobs on the machine).
@@ -274,20 +309,30 @@ func parent(c config) error {
 	cpuWorkers := workerCPU.Seconds() / wall.Seconds()
 	cpuRedis := cores(cpu1.redis - cpu0.redis)
 	cpuOther := max(0, cpuMachine-cpuWorkers-cpuRedis)
-	if c.backend == "distsem" || c.backend == "seed" {
+	if !inProcess(c.backend) {
 		cleanup(c)
 	}
+	served := map[[2]int32]bool{}
+	for _, e := range events {
+		served[[2]int32{e.Proc, e.Gor}] = true
+	}
+	starved := len(workers) - len(served)
 
+	// With -sems N the holders of N semaphores overlap: the limit checked
+	// on the merged timeline is then N × limit.
 	rep, err := analyze.Analyze(analyze.Input{
-		Events: events, Workers: workers, Limit: c.limit,
+		Events: events, Workers: workers, Limit: c.limit * int64(c.sems),
 		From: start + int64(c.warmup), To: start + int64(c.duration-c.cooldown),
 		FIFOTolerance: c.fifoTol,
 	})
 	if err != nil {
 		return err
 	}
-	fmt.Printf("== %s backend=%s procs=%d workers=%d limit=%d hold=%v duration=%v rep=%d\n",
-		c.label, c.backend, c.procs, c.workers, c.limit, c.hold, c.duration, c.rep)
+	fmt.Printf("== %s backend=%s procs=%d workers=%d limit=%d hold=%v duration=%v sems=%d cluster=%v rep=%d\n",
+		c.label, c.backend, c.procs, c.workers, c.limit, c.hold, c.duration, c.sems, c.cluster != "", c.rep)
+	if starved > 0 {
+		fmt.Printf("%d of %d goroutines got no grant in the whole run\n", starved, len(workers))
+	}
 	if errCount > 0 {
 		fmt.Printf("!!!!! %d acquire/release errors (see stderr) !!!!!\n", errCount)
 	}
@@ -302,6 +347,7 @@ func parent(c config) error {
 		b, _ := json.Marshal(result{
 			Label: c.label, Backend: c.backend, Rep: c.rep, Procs: c.procs, Workers: c.workers,
 			Limit: c.limit, Hold: c.hold, Duration: c.duration, Errors: errCount, Report: rep,
+			Sems: c.sems, Cluster: c.cluster != "", Starved: starved,
 			CPUMachine: cpuMachine, CPUWorkers: cpuWorkers, CPURedis: cpuRedis, CPUOther: cpuOther,
 		})
 		if _, err := fmt.Fprintf(f, "%s\n", b); err != nil {
@@ -321,23 +367,33 @@ func childFlags(c config) []string {
 		"-workers", strconv.Itoa(c.workers), "-hold", c.hold.String(),
 		"-duration", c.duration.String(), "-lease", c.lease.String(), "-pool", strconv.Itoa(c.pool),
 		"-warmup", c.warmup.String(), "-cooldown", c.cooldown.String(),
+		"-sems", strconv.Itoa(c.sems), "-cluster", c.cluster,
 	}
 }
 
-// cleanup deletes the semaphore's keys (best effort).
+// cleanup deletes the semaphores' keys (best effort), on every master of
+// a Cluster, one key per command (the keys are in different slots).
 func cleanup(c config) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	del := func(ctx context.Context, cl *redis.Client) error {
+		iter := cl.Scan(ctx, 0, "*"+c.name+"*", 1000).Iterator()
+		pipe := cl.Pipeline()
+		for iter.Next(ctx) {
+			pipe.Unlink(ctx, iter.Val())
+		}
+		_, err := pipe.Exec(ctx)
+		return err
+	}
+	if c.cluster != "" {
+		cl := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(c.cluster, ",")})
+		defer cl.Close()
+		_ = cl.ForEachMaster(ctx, del)
+		return
+	}
 	cl := redis.NewClient(&redis.Options{Addr: c.addr})
 	defer cl.Close()
-	iter := cl.Scan(ctx, 0, "*"+c.name+"*", 1000).Iterator()
-	var keys []string
-	for iter.Next(ctx) {
-		keys = append(keys, iter.Val())
-	}
-	if len(keys) > 0 {
-		cl.Del(ctx, keys...)
-	}
+	_ = del(ctx, cl)
 }
 
 // child runs one worker process.
@@ -372,7 +428,11 @@ func child(c config) error {
 				if a >= end {
 					break
 				}
-				gr, err := sem.acquire(ctx)
+				key := 0
+				if c.sems > 1 {
+					key = rand.IntN(c.sems)
+				}
+				gr, err := sem.acquire(ctx, key)
 				if err != nil {
 					if ctx.Err() != nil {
 						break // the run is over

@@ -1,7 +1,7 @@
 // Package local holds the go test benchmarks of the in-process backend
 // (core.NewLocal) against golang.org/x/sync/semaphore:
 //
-//	go test -run '^$' -bench . -benchmem -count 5 ./bench/local/
+//	go test -run '^$' -bench . -benchmem -count 5 ./local/   (from bench/, its own module)
 //
 // Uncontended: one goroutine, acquire + release of a free permit.
 // Parallel: b.RunParallel (GOMAXPROCS goroutines) on a limit of 1 and of

@@ -2,7 +2,7 @@
 // real redis-server, for profiling the client side:
 //
 //	DISTSEM_REDIS_ADDR=127.0.0.1:6430 go test -run '^$' -bench . -benchmem \
-//	    -cpuprofile cpu.out ./bench/redisbench/
+//	    -cpuprofile cpu.out ./redisbench/   (from bench/, its own module)
 //
 // The figures of RESULTS-core.md come from bench/load, not from here.
 package redisbench
