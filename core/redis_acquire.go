@@ -15,11 +15,11 @@ func (s *Redis) acquire(ctx context.Context, try bool, opts []AcquireOption) (*P
 	if err != nil {
 		return nil, err
 	}
-	if s.b.isClosed() {
-		return nil, ErrClosed
-	}
 	if ctx.Err() != nil {
 		return nil, ctxError(ctx, s.name)
+	}
+	if s.b.isClosed() {
+		return nil, ErrClosed
 	}
 	if try {
 		id := s.b.newID()
