@@ -174,3 +174,48 @@ func TestACLMinimal(t *testing.T) {
 		t.Fatalf("TryAcquire outside the key pattern: %v, want ErrUnavailable (NOPERM)", err)
 	}
 }
+
+// TestACLMinimalCluster runs a Cluster client as a user with the rights of
+// aclCommands plus +cluster|slots, set on every node.
+func TestACLMinimalCluster(t *testing.T) {
+	addrs := coretest.RedisClusterAddrs(t)
+	prefix := uniquePrefix(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	admin := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	t.Cleanup(func() { _ = admin.Close() })
+	user := "distsem-acl-" + strings.Trim(prefix, ":")
+	args := []any{"ACL", "SETUSER", user, "reset", "on", ">pw", "resetkeys", "~" + prefix + "*",
+		"resetchannels", "&" + prefix + "notify:*", "-@all", "+cluster|slots"}
+	for _, c := range strings.Fields(aclCommands) {
+		args = append(args, c)
+	}
+	each := func(args ...any) error {
+		return admin.ForEachShard(ctx, func(ctx context.Context, n *redis.Client) error { return n.Do(ctx, args...).Err() })
+	}
+	ok(t, each(args...))
+	t.Cleanup(func() { _ = each("ACL", "DELUSER", user) })
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, Username: user, Password: "pw"})
+	t.Cleanup(func() { _ = c.Close() })
+
+	opts := []core.Option{core.WithKeyPrefix(prefix)}
+	for _, name := range []string{"a", "b", "c", "d"} { // several slots
+		s1 := core.NewRedis(c, name, 1, opts...)
+		s2 := core.NewRedis(c, name, 1, opts...)
+		p1, err := s1.Acquire(ctx)
+		ok(t, err)
+		got := make(chan error, 1)
+		go func() {
+			p, err := s2.Acquire(ctx)
+			if err == nil {
+				err = p.Release(ctx)
+			}
+			got <- err
+		}()
+		waitQueued(t, s1, 1)
+		ok(t, p1.Release(ctx)) // hands over to s2 by PUBLISH
+		ok(t, <-got)
+		ok(t, s1.Close())
+		ok(t, s2.Close())
+	}
+}

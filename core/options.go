@@ -8,7 +8,11 @@ import (
 
 // Option configures a semaphore at construction (NewLocal, NewRedis and the
 // keyed constructors). Options that only make sense for the Redis backend
-// are ignored by the in-process one.
+// are ignored by the in-process one, but every option is validated by
+// every constructor, which panics with a "core: …" message naming the
+// option on a nil Option, a key prefix with '{' or '}', a default lease TTL
+// below 100ms, a negative WithMaxIdleKeys or a WithLimits limit outside
+// [1, MaxLimit].
 type Option func(*config)
 
 type config struct {

@@ -118,6 +118,7 @@ func NewAllOf(clients []redis.UniversalClient, name string, limit int64, opts ..
 }
 
 func newQuorum(clients []redis.UniversalClient, name string, limit int64, all bool, opts []Option) *Quorum {
+	checkLimit("NewQuorum limit", limit)
 	if len(clients) == 0 {
 		panic("core: NewQuorum expects at least one client")
 	}

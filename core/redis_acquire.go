@@ -16,11 +16,11 @@ func (s *Redis) acquire(ctx context.Context, try bool, opts []AcquireOption) (*P
 	if p, ok, err := reenter(ctx, s.b.cfg.reentrant, s.name, a.weight, s.owns); ok {
 		return p, err
 	}
-	if s.b.isClosed() {
-		return nil, ErrClosed
-	}
 	if ctx.Err() != nil {
 		return nil, ctxError(ctx, s.name)
+	}
+	if s.b.isClosed() {
+		return nil, ErrClosed
 	}
 	if try {
 		id := s.b.newID()

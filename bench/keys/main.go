@@ -5,6 +5,7 @@
 //
 //	go run ./bench/keys                                  # in-process only
 //	go run ./bench/keys -redis 127.0.0.1:6379            # and Redis
+//	go run ./bench/keys -http 1500 -keys 0 -big 0        # httpmw, long paths
 //
 // Each key is acquired once and released at once (the pattern of a client
 // sending a new path per request). The figures go to bench/RESULTS.md.
@@ -17,6 +18,8 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"net"
+	"net/http"
 	"os"
 	"runtime"
 	"strconv"
@@ -28,6 +31,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/httpmw"
 )
 
 func main() {
@@ -38,7 +42,12 @@ func main() {
 	conc := flag.Int("c", 32, "concurrent callers")
 	ttl := flag.Duration("ttl", time.Second, "lease TTL (Redis keys expire 1 minute after the last lease end)")
 	expiry := flag.Duration("expiry-wait", 3*time.Minute, "how long to wait for Redis keys to expire")
+	nHTTP := flag.Int("http", 0, "requests with distinct paths of -pathsize bytes through an httpmw server keyed by path")
+	pathSize := flag.Int("pathsize", 900<<10, "bytes per path for -http")
 	flag.Parse()
+	if *nHTTP > 0 {
+		httpRun(*nHTTP, *pathSize)
+	}
 
 	fmt.Printf("go %s, GOMAXPROCS %d, %d random keys, %d keys of %d bytes, %d callers\n",
 		runtime.Version(), runtime.GOMAXPROCS(0), *nSmall, *nBig, *bigSize, *conc)
@@ -173,3 +182,31 @@ func countKeys(c *redis.Client, prefix string) int {
 }
 
 func mib[T int64 | uint64](n T) string { return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20)) }
+
+// httpRun sends n requests, each with its own path of size bytes, through
+// an httpmw server keyed by path (the default key for an unmatched route),
+// one connection per request, and reports the server process's heap.
+func httpRun(n, size int) {
+	k := core.NewLocalKeyed(4)
+	defer k.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	srv := &http.Server{Handler: httpmw.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), k)}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	base := heap()
+	pad := strings.Repeat("p", size)
+	for i := range n {
+		resp, err := c.Get(fmt.Sprintf("http://%s/%d/%s", ln.Addr(), i, pad))
+		if err != nil {
+			log.Fatal(err)
+		}
+		_ = resp.Body.Close()
+	}
+	c.CloseIdleConnections()
+	fmt.Printf("httpmw: %d paths of %d bytes: heap %+.2f MiB over baseline, %d keys kept\n",
+		n, size, float64(int64(heap())-int64(base))/(1<<20), k.Len())
+}
