@@ -71,7 +71,7 @@ func TestSIGKILL(t *testing.T) {
 		procs, goroutines = 4, 8
 		limit             = 4
 		ttl               = 2 * time.Second
-		hold              = 50 * time.Millisecond
+		hold              = 100 * time.Millisecond
 		every             = 3 * time.Second
 		kills             = 4 // the issue ran a minute; CI runs 15s
 		warmup            = time.Second
