@@ -115,6 +115,20 @@ func (c *serverClock) learn(sent, recv time.Time, nowUS int64) {
 	c.err = rtt / 2
 }
 
+// local converts a Redis TIME (µs) to the local clock, if an estimate of
+// the offset exists.
+func (c *serverClock) local(us int64) (time.Time, bool) {
+	if us == 0 {
+		return time.Time{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.known {
+		return time.Time{}, false
+	}
+	return time.UnixMicro(us).Add(-c.offset), true
+}
+
 // deadlineMargin is added to a request's deadline in server time, beyond
 // the estimate's own error: a request refused by it is a spurious failure.
 const deadlineMargin = 100 * time.Millisecond

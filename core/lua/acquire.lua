@@ -15,7 +15,7 @@ local code, value, again = 0, 0, 0
 local held = redis.call('HGET', HI, id)
 local qi = not held and redis.call('HGET', QI, id)
 if held then
-  code, value, again = 1, tonumber(string.match(held, ':(%d+)$')), 1
+  code, value, again = 1, tonumber(string.match(held, '^%d+:(%d+)')), 1
 elseif qi then
   if is_tomb(qi) then code = -4 else code, value, again = 2, next_expiry(), 1 end
 elseif deadline > 0 and now_us > deadline then
