@@ -15,7 +15,34 @@
 //   - One decision, one script. Acquiring, releasing, leaving the queue,
 //     renewing, changing the limit and reading the state are each one
 //     atomic Lua script. Time is read only from Redis TIME; no client clock
-//     is trusted.
+//     is trusted for a decision.
+//   - Idempotent scripts, no lost capacity. Every script run twice for one
+//     id (go-redis re-sends a command after a read timeout, and a blackholed
+//     connection delivers it late) has the effect of one run: a repeated
+//     acquire returns the same grant, a repeated release the same answer. A
+//     released or cancelled id leaves a tombstone for one lease TTL, so a
+//     late copy of its acquire is refused, and every acquire carries its
+//     deadline in Redis time (estimated from earlier replies) after which
+//     Redis refuses it. The count of permits in use is kept equal to the sum
+//     of the holders' weights, and recomputed from them by every renewal,
+//     so a wrong count (keys that expired apart, a pinned limit) heals.
+//     go-redis's retries therefore stay on: they are safe, and a retry on a
+//     fresh connection can still answer in time.
+//   - Every call is bounded by its ctx. Acquire, TryAcquire, SetLimit and
+//     Stats return by ctx's end plus a few milliseconds, whatever Redis
+//     does, also when the go-redis client does not enable
+//     ContextTimeoutEnabled. Clean-up that must still reach Redis (a
+//     cancelled waiter leaving the queue) runs in the background, bounded;
+//     if it never arrives, the queue entry expires within 2/3 of its lease
+//     TTL. Each round trip is also bounded by WithOperationTimeout (1s).
+//   - Failing fast. A round trip that fails or times out applies the
+//     failure policy (WithFailurePolicy) at once; after 3 consecutive
+//     failures a circuit breaker (WithCircuitBreaker) applies it without a
+//     round trip for a cool-down of 1s, then probes. Queued waiters get the
+//     policy once the backend has been unreachable for the outage grace
+//     (WithOutageGrace: 2s or TTL/3); the renewal loop notices an outage
+//     within TTL/3. Permits of the fail-open and fail-local policies carry
+//     token 0.
 //   - FIFO with direct hand-off. Waiters queue in Redis in arrival order,
 //     shared by all processes. The script that frees a permit (a release, a
 //     waiter leaving, a lease found expired) grants it to the head of the
@@ -32,14 +59,21 @@
 //     renewed every TTL/3 by one loop per process for all its permits. If a
 //     process dies (even by SIGKILL), its permits come back when their lease
 //     ends: the waiting processes wake at the earliest lease end and reap it.
-//     Its queued waiters leave the queue within 2/3 of their lease TTL; a
-//     permit granted to one of them in that window comes back one lease TTL
-//     later. When renewal fails for longer than the lease, Permit.Lost is
-//     closed. A live waiter whose heartbeats failed for that long (Redis
-//     unreachable) is dropped from the queue and queues again at the back.
-//   - Cancellation. A waiter whose ctx ends leaves the queue at once; if a
-//     grant raced the cancellation, the same script releases the permit and
-//     passes it on, so nothing leaks.
+//     Its queued waiters are skipped by the next grant: the grant is
+//     published first, and no subscriber means the process is gone (its
+//     connection closed). On Cluster, where PUBLISH counts only one node's
+//     subscribers, they leave the queue within 2/3 of their lease TTL
+//     instead, and a permit granted to one of them in that window comes back
+//     one lease TTL later. When renewal fails for longer than the lease,
+//     Permit.Lost is closed. A live waiter whose heartbeats failed for that
+//     long, or whose subscription was down when its grant came, is dropped
+//     from the queue and queues again at the back.
+//   - Cancellation and Close. A waiter whose ctx ends returns at once and
+//     leaves the queue in the background; if a grant raced the
+//     cancellation, the same script releases the permit and passes it on, so
+//     nothing leaks. Close takes the process's queued waiters out of the
+//     queue before it returns (bounded by the operation timeout), and no
+//     Acquire returns a permit after Close.
 //   - Fencing tokens. Every grant gets a token that strictly increases
 //     across all processes: the Redis server time in microseconds at the
 //     grant, or the previous token + 1 if that is larger. So tokens keep

@@ -43,7 +43,7 @@ func queuedAt(p *core.Permit) int64 {
 }
 
 func runChild(mode string) int {
-	c := redis.NewClient(&redis.Options{Addr: os.Getenv("DISTSEM_REDIS_ADDR")})
+	c := redis.NewClient(&redis.Options{Addr: os.Getenv("DISTSEM_REDIS_ADDR"), ClientName: os.Getenv("CLIENT_NAME")})
 	defer c.Close()
 	limit, _ := strconv.ParseInt(os.Getenv("LIMIT"), 10, 64)
 	ttl, _ := time.ParseDuration(os.Getenv("TTL"))
@@ -68,6 +68,11 @@ func runChild(mode string) int {
 		}
 		fmt.Println("ready")
 		select {}
+	case "queue":
+		// Queue one waiter and wait to be killed.
+		_, err := s.Acquire(ctx)
+		fmt.Fprintln(os.Stderr, "queue child: Acquire returned", err)
+		return 1
 	case "timeline":
 		goroutines, _ := strconv.Atoi(os.Getenv("GOROUTINES"))
 		iters, _ := strconv.Atoi(os.Getenv("ITERS"))
@@ -238,5 +243,48 @@ func TestCrashReturnsPermits(t *testing.T) {
 		t.Fatalf("permits not back within lease TTL + 1s of the kill: %v", err)
 	}
 	t.Logf("permits back %v after SIGKILL (lease TTL %v)", time.Since(killed), ttl)
+	wantStats(t, s, 0, 0)
+}
+
+// TestDeadProcessWaitersSkipped kills a child whose waiter is queued at the
+// head: the permit freed next must go to the live waiter behind it at once,
+// not to the dead one (which would hold it for a whole lease, after staying
+// queued for 2/3 of one). Issue 7 defect 8.
+func TestDeadProcessWaitersSkipped(t *testing.T) {
+	const ttl = 30 * time.Second
+	prefix := uniquePrefix(t)
+	name := "dead-" + prefix
+	c := realClient(t)
+	s := core.NewRedis(c, "dead", 1, core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(ttl))
+	defer s.Close()
+	ctx := context.Background()
+	hp := acquire(t, s)
+	cmd, _ := startChild(t, "queue", "PREFIX="+prefix, "NAME=dead", "LIMIT=1", "TTL="+ttl.String(), "CLIENT_NAME="+name)
+	waitQueued(t, s, 1)
+	got := make(chan error, 1)
+	go func() {
+		p, err := s.Acquire(ctx)
+		if err == nil {
+			err = p.Release(ctx)
+		}
+		got <- err
+	}()
+	waitQueued(t, s, 2)
+	ok(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+	// Redis has seen the child's connections close (an observation, not a
+	// sleep): from then on its waiter has no listener.
+	for deadline := time.Now().Add(time.Minute); ; {
+		list, err := c.Do(ctx, "CLIENT", "LIST").Text()
+		ok(t, err)
+		if !strings.Contains(list, " name="+name+" ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the killed child's connections are still open")
+		}
+	}
+	ok(t, hp.Release(ctx))
+	within(t, 5*time.Second, "live waiter behind a dead one granted", func() error { return <-got })
 	wantStats(t, s, 0, 0)
 }

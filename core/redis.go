@@ -88,8 +88,9 @@ func (s *Redis) TryAcquire(ctx context.Context, opts ...AcquireOption) (*Permit,
 // SetLimit stores a new limit in Redis for every process sharing the
 // semaphore; the meta key then no longer expires when idle. Raising it
 // grants queued waiters at once; lowering it admits no one until the
-// permits in use fall below it, and fails queued requests heavier than it
-// with an ErrInvalidArgument error.
+// permits in use fall below it, and fails at once every queued request
+// heavier than it (wherever it is in the queue) with an ErrInvalidArgument
+// error.
 func (s *Redis) SetLimit(ctx context.Context, limit int64) error {
 	if limit <= 0 {
 		return invalid("limit %d must be positive", limit)
@@ -112,9 +113,11 @@ func (s *Redis) Stats(ctx context.Context) (Stats, error) {
 	return Stats{Limit: r.limit, InUse: r.code, Waiting: r.value}, nil
 }
 
-// Close stops the pub/sub listener and the renewal loop and waits for them.
-// Queued Acquire calls leave the queue and return ErrClosed, and so do later
-// ones. Permits still held are no longer renewed and their Lost channels are
+// Close takes this process's queued Acquire calls out of the Redis queue
+// (each leave bounded by the operation timeout, all at once), then stops the
+// pub/sub listener, the renewal loop and the background clean-up and waits
+// for them. Queued Acquire calls return ErrClosed, and so do later ones; none
+// returns a permit after Close. Permits still held are no longer renewed and their Lost channels are
 // closed; Release still returns them at once, otherwise they come back when
 // their lease ends. Close does not close the Redis client.
 func (s *Redis) Close() error {

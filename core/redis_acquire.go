@@ -43,6 +43,9 @@ func (s *Redis) acquire(ctx context.Context, try bool, opts []AcquireOption) (*P
 	}
 	p, err := s.wait(ctx, a)
 	if err != nil {
+		if errors.Is(err, ErrUnavailable) && s.b.isClosed() {
+			return nil, ErrClosed // the failure is Close's doing
+		}
 		if errors.Is(err, ErrUnavailable) {
 			return s.failed(ctx, "acquire", err, false, opts, a.weight)
 		}
@@ -164,6 +167,9 @@ func (s *Redis) runAcquire(ctx context.Context, id string, a acquireConfig, try 
 		case -1:
 			return r, invalid("weight %d exceeds the limit %d of %q", a.weight, r.limit, s.name)
 		case -3:
+			if ctx.Err() != nil {
+				return r, ctxError(ctx, s.name)
+			}
 			// Redis found the request past its deadline although this
 			// process does not: the clock estimate was off. It has been
 			// corrected from this reply; try once more.

@@ -24,9 +24,10 @@ type redisBackend struct {
 	idBase  string // random per backend: ids are idBase + a counter
 	idSeq   atomic.Uint64
 
-	checkLive string        // "1": grants skip waiters whose process stopped listening
-	brk       breaker       // consecutive failures, outage start
-	subSem    chan struct{} // serialises subscribing (a lock that ctx can abandon)
+	checkLive   string        // "1": grants skip waiters whose process stopped listening
+	ctxHonoured bool          // the client bounds its I/O by each call's ctx
+	brk         breaker       // consecutive failures, outage start
+	subSem      chan struct{} // serialises subscribing (a lock that ctx can abandon)
 
 	mu     sync.Mutex
 	pubsub *redis.PubSub // nil until the first wait subscribes
@@ -75,17 +76,18 @@ func newRedisBackend(client redis.UniversalClient, cfg config) *redisBackend {
 		check = "0"
 	}
 	return &redisBackend{
-		checkLive: check,
-		brk:       breaker{failures: cfg.fault.failures, cooldown: cfg.fault.cooldown},
-		subSem:    make(chan struct{}, 1),
-		client:    client,
-		cfg:       cfg,
-		idBase:    id[:16] + ".", // 80 random bits
-		channel:   cfg.prefix + "notify:" + id,
-		waiters:   make(map[string]*redisWaiter),
-		sems:      make(map[*Redis]*semTrack),
-		wake:      make(chan struct{}, 1),
-		stop:      make(chan struct{}),
+		checkLive:   check,
+		ctxHonoured: ctxHonoured(client),
+		brk:         breaker{failures: cfg.fault.failures, cooldown: cfg.fault.cooldown},
+		subSem:      make(chan struct{}, 1),
+		client:      client,
+		cfg:         cfg,
+		idBase:      id[:16] + ".", // 80 random bits
+		channel:     cfg.prefix + "notify:" + id,
+		waiters:     make(map[string]*redisWaiter),
+		sems:        make(map[*Redis]*semTrack),
+		wake:        make(chan struct{}, 1),
+		stop:        make(chan struct{}),
 	}
 }
 
@@ -147,7 +149,7 @@ func (b *redisBackend) subscribe(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.cfg.fault.opTimeout)
 	defer cancel()
 	ps := b.client.Subscribe(ctx, b.channel)
-	_, err := ps.Receive(ctx)
+	_, err := ps.ReceiveTimeout(ctx, b.cfg.fault.opTimeout)
 	if err != nil {
 		b.brk.record(outcomeFailed, time.Now())
 		_ = ps.Close()
@@ -323,14 +325,29 @@ func (b *redisBackend) removeWaiter(w *redisWaiter) bool {
 
 // hold tracks a granted permit for renewal. After Close it does not, and
 // reports false.
+//
+// The local estimate of the lease's end starts at the grant's server time
+// (converted to the local clock), not at receipt: a grant that arrived late
+// (a heartbeat's catch-up after a lost notification) has less lease left,
+// and if a third of it or more is gone it is renewed at once.
 func (b *redisBackend) hold(s *Redis, p *Permit) bool {
 	ttl := time.Duration(p.ttl) * time.Millisecond
+	now := time.Now()
+	start := now
+	if at, ok := s.clock.local(p.grantUS); ok && at.Before(now) {
+		start = at
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
 		return false
 	}
-	b.track(s, ttl).held[p] = time.Now().Add(ttl)
+	t := b.track(s, ttl)
+	t.held[p] = start.Add(ttl)
+	if now.Sub(start) >= ttl/3 {
+		t.nextBeat = time.Time{}
+		b.poke()
+	}
 	return true
 }
 

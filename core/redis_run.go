@@ -13,7 +13,8 @@ import (
 // (the in-process hand-off that skips pub/sub). The round trip is bounded
 // by ctx and the operation timeout, and refused at once while the breaker
 // is open. A failed round trip may have lost a reply that carried grants,
-// so it makes the renewal loop resync this semaphore's waiters at once.
+// and so may a repeated one (go-redis retried it), so both make the renewal
+// loop resync this semaphore's waiters at once.
 //
 // go-redis's retries stay on: every script is idempotent per id, so a copy
 // that runs twice has the effect of one, and a retry on a fresh connection
@@ -32,7 +33,7 @@ func (s *Redis) runScript(ctx context.Context, sc *redis.Script, gated bool, lim
 	argv = append(argv, limit, b.channel)
 	argv = append(argv, args...)
 	octx, cancel := context.WithTimeout(ctx, b.cfg.fault.opTimeout)
-	v, err := sc.Run(octx, b.client, s.keys, argv...).Slice()
+	v, err := b.call(octx, sc, s.keys, argv)
 	cancel()
 	recv := time.Now()
 	o := classify(ctx, err)
@@ -49,7 +50,47 @@ func (s *Redis) runScript(ctx context.Context, sc *redis.Script, gated bool, lim
 	r, err := parseReply(v)
 	s.clock.learn(sent, recv, r.nowUS)
 	b.deliver(r.notes)
+	if r.again {
+		b.resyncSem(s)
+	}
 	return r, err
+}
+
+// call runs the script within ctx. A client without ContextTimeoutEnabled
+// bounds its reads only by its ReadTimeout (3s by default, per retry), so
+// the call then runs in a goroutine that the caller stops waiting for when
+// ctx ends; that goroutine ends by the client's own timeouts.
+func (b *redisBackend) call(ctx context.Context, sc *redis.Script, keys []string, argv []any) ([]any, error) {
+	if b.ctxHonoured {
+		return sc.Run(ctx, b.client, keys, argv...).Slice()
+	}
+	type result struct {
+		v   []any
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := sc.Run(ctx, b.client, keys, argv...).Slice()
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// ctxHonoured reports whether client bounds its network reads and writes
+// by the ctx of each call.
+func ctxHonoured(client redis.UniversalClient) bool {
+	switch c := client.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	}
+	return false
 }
 
 // serverClock estimates the offset of Redis TIME from the local clock,
@@ -72,6 +113,20 @@ func (c *serverClock) learn(sent, recv time.Time, nowUS int64) {
 	c.known = true
 	c.offset = time.UnixMicro(nowUS).Sub(mid)
 	c.err = rtt / 2
+}
+
+// local converts a Redis TIME (µs) to the local clock, if an estimate of
+// the offset exists.
+func (c *serverClock) local(us int64) (time.Time, bool) {
+	if us == 0 {
+		return time.Time{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.known {
+		return time.Time{}, false
+	}
+	return time.UnixMicro(us).Add(-c.offset), true
 }
 
 // deadlineMargin is added to a request's deadline in server time, beyond

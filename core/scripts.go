@@ -33,10 +33,13 @@ var (
 	scriptStats     = redis.NewScript(luaLib + luaStats)
 )
 
-// reply is the common shape {code, value, limit, notes, now_us} of every
-// script's answer. heartbeat.lua puts the list of lost holder ids first.
+// reply is the common shape {code, value, limit, notes, now_us[, again]}
+// of every script's answer. heartbeat.lua puts the list of lost holder ids
+// first. again = 1: the script had already run for this id, so an earlier
+// reply (and the grants it carried) was lost.
 type reply struct {
 	code, value, limit, nowUS int64
+	again                     bool
 	lost                      []string
 	notes                     []grantNote
 }
@@ -51,7 +54,7 @@ type grantNote struct {
 
 func parseReply(v []any) (reply, error) {
 	var r reply
-	if len(v) != 5 {
+	if len(v) != 5 && len(v) != 6 {
 		return r, fmt.Errorf("core: unexpected script reply of %d elements", len(v))
 	}
 	switch x := v[0].(type) {
@@ -66,6 +69,10 @@ func parseReply(v []any) (reply, error) {
 	r.value, _ = v[1].(int64)
 	r.limit, _ = v[2].(int64)
 	r.nowUS, _ = v[4].(int64)
+	if len(v) == 6 {
+		a, _ := v[5].(int64)
+		r.again = a == 1
+	}
 	notes, _ := v[3].([]any)
 	for _, n := range notes {
 		s, _ := n.(string)

@@ -5,18 +5,19 @@
 -- -1 weight above the limit, -3 refused: delivered after deadline_us (Redis
 -- TIME), -4 refused: id was already released or left the queue.
 -- Idempotent: a second run for an id that holds returns its token, one for
--- a queued id reports it queued; neither changes anything.
+-- a queued id reports it queued; neither changes anything, and both add a
+-- sixth element 1 (an earlier reply was lost, with any grants it carried).
 local id, w, ttl, try = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6] == '1'
 local deadline = tonumber(ARGV[7]) or 0
 purge()
 grant()
-local code, value = 0, 0
+local code, value, again = 0, 0, 0
 local held = redis.call('HGET', HI, id)
 local qi = not held and redis.call('HGET', QI, id)
 if held then
-  code, value = 1, tonumber(string.match(held, ':(%d+)$'))
+  code, value, again = 1, tonumber(string.match(held, '^%d+:(%d+)')), 1
 elseif qi then
-  if is_tomb(qi) then code = -4 else code, value = 2, next_expiry() end
+  if is_tomb(qi) then code = -4 else code, value, again = 2, next_expiry(), 1 end
 elseif deadline > 0 and now_us > deadline then
   code = -3
 elseif w > limit then
@@ -35,4 +36,4 @@ else
     code, value = 2, next_expiry()
   end
 end
-return {code, value, limit, finish(), now_us}
+return {code, value, limit, finish(), now_us, again}

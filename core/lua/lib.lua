@@ -2,7 +2,7 @@
 --   1 M   hash: limit, used, tok (last fencing token), qseq (queue order),
 --             pinned, exp/last/min (key expiry bookkeeping)
 --   2 H   zset: holder id -> lease expiry (ms, Redis TIME)
---   3 HI  hash: holder id -> "weight:token"
+--   3 HI  hash: holder id -> "weight:token:grant_us"
 --   4 Q   zset: waiter id -> arrival sequence (FIFO order)
 --   5 QI  hash: waiter id -> "weight:ttl_ms:check:channel", or a tombstone
 --             "x<code>" for an id that was released or left the queue
@@ -52,10 +52,12 @@ local tok0 = tok
 local function int(x) return string.format('%d', x) end
 
 local notes = {}
-local function note(ch, id, tok)
+-- note records a grant (or a rejection) for waiter id of channel ch; at is
+-- the grant's time (µs), now unless given.
+local function note(ch, id, tok, at)
   local l = notes[ch]
   if not l then l = {}; notes[ch] = l end
-  l[#l + 1] = id .. ':' .. int(tok) .. ':' .. int(now_us)
+  l[#l + 1] = id .. ':' .. int(tok) .. ':' .. int(at or now_us)
 end
 
 -- A waiter stays queued for 2/3 of its lease TTL after each heartbeat (sent
@@ -130,7 +132,7 @@ local function hold(id, w, ttl)
   used = used + w
   tok = math.max(tok + 1, now_us)
   redis.call('ZADD', H, lease(ttl), id)
-  redis.call('HSET', HI, id, int(w) .. ':' .. int(tok))
+  redis.call('HSET', HI, id, int(w) .. ':' .. int(tok) .. ':' .. int(now_us))
   return tok
 end
 

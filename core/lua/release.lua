@@ -3,7 +3,7 @@
 -- permit is released and passed on), and leaves a tombstone for ttl_ms.
 -- Returns {code, 0, limit, notes}: code 1 released, 2 left the queue, 0
 -- unknown (lease expired or never held). Idempotent: a repeated run finds
--- the tombstone and returns the first run's code.
+-- the tombstone and returns the first run's code, and a sixth element 1.
 local id, ttl = ARGV[3], tonumber(ARGV[4]) or 10000
 purge()
 local code = 0
@@ -15,7 +15,7 @@ if info then
   redis.call('ZREM', H, id)
   code = 1
 elseif qi and is_tomb(qi) then
-  return {tonumber(string.sub(qi, 2)), 0, limit, finish(), now_us}
+  return {tonumber(string.sub(qi, 2)), 0, limit, finish(), now_us, 1}
 elseif qi then
   redis.call('ZREM', Q, id)
   code = 2
