@@ -219,7 +219,7 @@ func (s *Redis) leave(ctx context.Context, id string, ttl time.Duration) {
 		// Closed: one bounded try, done before Close's caller returns.
 		ctx, cancel := context.WithTimeout(ctx, s.b.cfg.fault.opTimeout)
 		defer cancel()
-		_, _ = s.run(ctx, scriptRelease, s.limit, id, ttl.Milliseconds())
+		_, _ = s.run(ctx, scriptRelease, s.limit, id, s.b.tombTTL(ttl))
 	}
 }
 
@@ -230,7 +230,7 @@ func (s *Redis) releaseID(ctx context.Context, id string, ttl, budget time.Durat
 	defer cancel()
 	backoff := 20 * time.Millisecond
 	for {
-		r, err := s.run(ctx, scriptRelease, s.limit, id, ttl.Milliseconds())
+		r, err := s.run(ctx, scriptRelease, s.limit, id, s.b.tombTTL(ttl))
 		if err == nil {
 			return r.code, nil
 		}

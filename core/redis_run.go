@@ -153,3 +153,11 @@ func (s *Redis) serverDeadline(ctx context.Context, wider bool) int64 {
 	}
 	return end.Add(offset + margin).UnixMicro()
 }
+
+// tombTTL is how long (ms) the release script keeps a tombstone for an id
+// of lease ttl: long enough to refuse a late copy of its acquire (which
+// also carries its own deadline) and to answer a retried release, and no
+// longer than the lease, which bounds the memory of a busy semaphore.
+func (b *redisBackend) tombTTL(ttl time.Duration) int64 {
+	return min(ttl, 2*b.cfg.fault.opTimeout+2*time.Second).Milliseconds()
+}

@@ -87,7 +87,8 @@ local function derive()
   used = s
 end
 
--- A tombstone (in QI and QE, never in Q) remembers for ttl ms that id was
+-- A tombstone (in QI and QE, never in Q) remembers for ttl ms (the client
+-- keeps it at most a lease, and longer than a late copy can come) that id was
 -- released (code 1), left the queue (2) or was unknown (0), so that a late
 -- copy of its acquire is refused and a repeated release answers the same.
 local function tombstone(id, code, ttl)
