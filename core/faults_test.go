@@ -412,3 +412,30 @@ func TestFaultCloseUnderBlackhole(t *testing.T) {
 		return nil
 	})
 }
+
+// Keys re-created on the busy path (the holder set empties at each
+// release) get the same idle expiry as the others, without a full refresh.
+func TestRedisRecreatedKeysExpire(t *testing.T) {
+	c, m := miniClient(t)
+	s := core.NewRedis(c, "recreate", 1)
+	defer s.Close()
+	ctx := context.Background()
+	ok(t, acquire(t, s).Release(ctx))
+	hp := acquire(t, s) // H and HI created again
+	w := make(chan error, 1)
+	go func() {
+		p, err := s.Acquire(ctx)
+		if err == nil {
+			err = p.Release(ctx)
+		}
+		w <- err
+	}()
+	waitQueued(t, s, 1) // Q created
+	for _, k := range m.Keys() {
+		if ttl := m.TTL(k); ttl <= 0 {
+			t.Errorf("key %q has no idle expiry", k)
+		}
+	}
+	ok(t, hp.Release(ctx))
+	ok(t, <-w)
+}

@@ -28,7 +28,7 @@ else
   if free and used + w <= limit then
     code, value = 1, hold(id, w, ttl)
   elseif not try then
-    if redis.call('EXISTS', Q) == 0 then fresh = true end
+    if redis.call('EXISTS', Q) == 0 then new_keys(Q, QI, QE) end
     local seq = redis.call('HINCRBY', M, 'qseq', 1)
     redis.call('ZADD', Q, seq, id)
     redis.call('HSET', QI, id, int(w) .. ':' .. int(ttl) .. ':' .. (ARGV[8] or '0') .. ':' .. mychan)

@@ -33,9 +33,14 @@ local last0 = last
 -- expired before it, so purge() does nothing until then.
 local minexp = tonumber(m[6]) or 0
 local min0 = minexp
--- fresh: a key may have been created without an expiry, so finish() must
--- set the expiry of every key.
+-- fresh: keys may lack their expiry, so finish() must set every key's.
+-- created: keys that this script created; finish() gives them the expiry
+-- the others already have (no re-creation work for the rest).
 local fresh = false
+local created = {}
+local function new_keys(...)
+  for _, k in ipairs({...}) do created[#created + 1] = k end
+end
 if not limit then
   limit = tonumber(ARGV[1])
   redis.call('HSET', M, 'limit', limit)
@@ -92,7 +97,7 @@ end
 -- released (code 1), left the queue (2) or was unknown (0), so that a late
 -- copy of its acquire is refused and a repeated release answers the same.
 local function tombstone(id, code, ttl)
-  if redis.call('EXISTS', QE) == 0 then fresh = true end
+  if redis.call('EXISTS', QE) == 0 then new_keys(QI, QE) end
   redis.call('HSET', QI, id, 'x' .. code)
   redis.call('ZADD', QE, note_end(now + ttl), id)
 end
@@ -129,7 +134,7 @@ local function purge()
 end
 
 local function hold(id, w, ttl)
-  if redis.call('EXISTS', H) == 0 then fresh = true end
+  if redis.call('EXISTS', H) == 0 then new_keys(H, HI) end
   used = used + w
   tok = math.max(tok + 1, now_us)
   redis.call('ZADD', H, lease(ttl), id)
@@ -181,8 +186,9 @@ local function next_expiry()
 end
 
 -- Store what changed, make every key outlive the last lease or waiter by
--- GRACE/2 to GRACE (refreshed only when that margin runs low, or when a key
--- may be new), publish the grants of other processes and return those of
+-- GRACE/2 to GRACE (refreshed only when that margin runs low, or when the
+-- semaphore is new; a key this script created gets the current expiry),
+-- publish the grants of other processes and return those of
 -- the caller's process.
 local function finish()
   if fresh or exp < last + GRACE / 2 then
@@ -194,8 +200,11 @@ local function finish()
       redis.call('PEXPIREAT', M, exp)
     end
     redis.call('HSET', M, 'used', used, 'exp', exp, 'last', last, 'min', minexp, 'tok', int(tok))
-  elseif used ~= used0 or last ~= last0 or minexp ~= min0 or tok ~= tok0 then
-    redis.call('HSET', M, 'used', used, 'last', last, 'min', minexp, 'tok', int(tok))
+  else
+    for _, k in ipairs(created) do redis.call('PEXPIREAT', k, exp) end
+    if used ~= used0 or last ~= last0 or minexp ~= min0 or tok ~= tok0 then
+      redis.call('HSET', M, 'used', used, 'last', last, 'min', minexp, 'tok', int(tok))
+    end
   end
   local mine = {}
   for ch, l in pairs(notes) do
