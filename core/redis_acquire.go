@@ -109,6 +109,8 @@ func (s *Redis) wait(ctx context.Context, a acquireConfig) (p *Permit, err error
 		switch {
 		case n.token == -1:
 			return nil, invalid("weight %d exceeds the lowered limit of %q", a.weight, s.name)
+		case n.token == -2 && ctx.Err() != nil:
+			return nil, ctxError(ctx, s.name)
 		case n.token == -2:
 			continue // evicted while alive: queue again
 		case n.token == noteClosed:
