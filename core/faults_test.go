@@ -439,3 +439,26 @@ func TestRedisRecreatedKeysExpire(t *testing.T) {
 	ok(t, hp.Release(ctx))
 	ok(t, <-w)
 }
+
+// Defect 2 with a client that honours ctx deadlines: a cancellation (no
+// deadline) still ends the call at once, not at the operation timeout.
+func TestFaultCancelWithContextTimeoutClient(t *testing.T) {
+	p := newFaultProxy(t, coretest.RedisAddr(t))
+	s := core.NewRedis(p.client(t, &redis.Options{ContextTimeoutEnabled: true}), "ctxc", 1,
+		core.WithKeyPrefix(uniquePrefix(t)), core.WithOperationTimeout(5*time.Second))
+	defer s.Close()
+	ctx := context.Background()
+	ok(t, tryAcquire(t, s).Release(ctx))
+	p.blackhole()
+	defer p.heal()
+	cctx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() { _, err := s.TryAcquire(cctx); errc <- err }()
+	time.AfterFunc(200*time.Millisecond, cancel) // the caller gives up
+	within(t, 200*time.Millisecond+2*slack, "TryAcquire cancelled under a blackhole", func() error {
+		if err := <-errc; !errors.Is(err, context.Canceled) {
+			return fmt.Errorf("err = %v, want context.Canceled", err)
+		}
+		return nil
+	})
+}

@@ -33,7 +33,7 @@ func (s *Redis) runScript(ctx context.Context, sc *redis.Script, gated bool, lim
 	argv = append(argv, limit, b.channel)
 	argv = append(argv, args...)
 	octx, cancel := context.WithTimeout(ctx, b.cfg.fault.opTimeout)
-	v, err := b.call(octx, sc, s.keys, argv)
+	v, err := b.call(ctx, octx, sc, s.keys, argv)
 	cancel()
 	recv := time.Now()
 	o := classify(ctx, err)
@@ -56,12 +56,14 @@ func (s *Redis) runScript(ctx context.Context, sc *redis.Script, gated bool, lim
 	return r, err
 }
 
-// call runs the script within ctx. A client without ContextTimeoutEnabled
-// bounds its reads only by its ReadTimeout (3s by default, per retry), so
-// the call then runs in a goroutine that the caller stops waiting for when
-// ctx ends; that goroutine ends by the client's own timeouts.
-func (b *redisBackend) call(ctx context.Context, sc *redis.Script, keys []string, argv []any) ([]any, error) {
-	if b.ctxHonoured {
+// call runs the script within ctx, which is parent bounded by the
+// operation timeout. go-redis turns a ctx deadline into a socket deadline
+// only with ContextTimeoutEnabled, and a cancellation never interrupts a
+// read, so unless the client honours deadlines and parent cannot be
+// cancelled, the call runs in a goroutine that the caller stops waiting for
+// when ctx ends; that goroutine ends by the client's own timeouts.
+func (b *redisBackend) call(parent, ctx context.Context, sc *redis.Script, keys []string, argv []any) ([]any, error) {
+	if b.ctxHonoured && parent.Done() == nil {
 		return sc.Run(ctx, b.client, keys, argv...).Slice()
 	}
 	type result struct {
