@@ -36,7 +36,7 @@ func (s *Redis) runScript(ctx context.Context, sc *redis.Script, gated bool, lim
 	v, err := b.call(ctx, octx, sc, s.keys, argv)
 	cancel()
 	recv := time.Now()
-	o := classify(ctx, err)
+	o := classify(ctx, err, recv.Sub(sent), b.cfg.fault.opTimeout)
 	b.brk.record(o, recv)
 	if o == outcomeFailed {
 		b.poke() // the loop times the outage grace
