@@ -84,11 +84,26 @@ local function weight_of(info)
   return tonumber(string.match(info, '^(%d+):'))
 end
 
--- used recomputed from the holders themselves.
+-- hmget returns HMGET key ids... for any number of ids (in chunks, as
+-- unpack is bounded).
+local function hmget(key, ids)
+  local out = {}
+  for i = 1, #ids, 1000 do
+    local v = redis.call('HMGET', key, unpack(ids, i, math.min(i + 999, #ids)))
+    for j = 1, #v do out[#out + 1] = v[j] end
+  end
+  return out
+end
+
+-- used recomputed from the holders themselves (with only the commands of
+-- the documented minimal ACL).
 local function derive()
   local s = 0
-  local v = redis.call('HVALS', HI)
-  for i = 1, #v do s = s + weight_of(v[i]) end
+  local ids = redis.call('ZRANGE', H, 0, -1)
+  local v = hmget(HI, ids)
+  for i = 1, #ids do
+    if v[i] then s = s + weight_of(v[i]) end
+  end
   used = s
 end
 
