@@ -160,17 +160,18 @@ end
 -- Grant to the head of the queue while it fits (strict FIFO: a head that
 -- does not fit blocks everyone behind it). A head heavier than the limit
 -- can never fit and is told so with token -1.
+-- It returns true if the queue is then empty.
 local function grant()
   while true do
     local head = redis.call('ZRANGE', Q, 0, 0)
-    if #head == 0 then return end
+    if #head == 0 then return true end
     local id = head[1]
     local info = redis.call('HGET', QI, id)
     local w, ttl, check, ch
     if info then
       w, ttl, check, ch = string.match(info, '^(%d+):(%d+):(%d):(.*)$')
       w = tonumber(w)
-      if w and w <= limit and used + w > limit then return end
+      if w and w <= limit and used + w > limit then return false end
     end
     redis.call('ZREM', Q, id)
     redis.call('HDEL', QI, id)
