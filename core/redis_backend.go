@@ -433,7 +433,7 @@ func (b *redisBackend) close() error {
 			defer leaves.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), b.cfg.fault.opTimeout)
 			defer cancel()
-			_, _ = w.s.runScript(ctx, scriptRelease, false, w.s.limit, w.id, w.ttl.Milliseconds())
+			_, _ = w.s.runScript(ctx, scriptRelease, false, w.s.limit, w.id, b.tombTTL(w.ttl))
 		}()
 	}
 	leaves.Wait()
