@@ -58,15 +58,22 @@ const (
 	outcomeNeutral                // the caller gave up first: says nothing
 )
 
-func classify(parent context.Context, err error) outcome {
+// A call that the caller's deadline ended counts as a failure if Redis had
+// been silent for at least a quarter of the operation timeout: a caller
+// whose deadline is about the operation timeout would otherwise never open
+// the breaker. A cancellation, or a deadline shorter than that, says
+// nothing about Redis.
+func classify(parent context.Context, err error, waited, opTimeout time.Duration) outcome {
 	var re redis.Error
 	switch {
 	case err == nil, errors.As(err, &re):
 		return outcomeOK
-	case parent.Err() != nil:
-		return outcomeNeutral
+	case parent.Err() == nil:
+		return outcomeFailed
+	case errors.Is(parent.Err(), context.DeadlineExceeded) && waited >= opTimeout/4:
+		return outcomeFailed
 	}
-	return outcomeFailed
+	return outcomeNeutral
 }
 
 func (b *breaker) record(o outcome, now time.Time) {

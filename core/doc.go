@@ -38,7 +38,7 @@
 //   - Failing fast. A round trip that fails or times out applies the
 //     failure policy (WithFailurePolicy) at once; after 3 consecutive
 //     failures a circuit breaker (WithCircuitBreaker) applies it without a
-//     round trip for a cool-down of 1s, then probes. Queued waiters get the
+//     round trip for a cool-down of 500ms, then probes. Queued waiters get the
 //     policy once the backend has been unreachable for the outage grace
 //     (WithOutageGrace: 2s or TTL/3); the renewal loop notices an outage
 //     within TTL/3. Permits of the fail-open and fail-local policies carry

@@ -412,3 +412,53 @@ func TestFaultCloseUnderBlackhole(t *testing.T) {
 		return nil
 	})
 }
+
+// Keys re-created on the busy path (the holder set empties at each
+// release) get the same idle expiry as the others, without a full refresh.
+func TestRedisRecreatedKeysExpire(t *testing.T) {
+	c, m := miniClient(t)
+	s := core.NewRedis(c, "recreate", 1)
+	defer s.Close()
+	ctx := context.Background()
+	ok(t, acquire(t, s).Release(ctx))
+	hp := acquire(t, s) // H and HI created again
+	w := make(chan error, 1)
+	go func() {
+		p, err := s.Acquire(ctx)
+		if err == nil {
+			err = p.Release(ctx)
+		}
+		w <- err
+	}()
+	waitQueued(t, s, 1) // Q created
+	for _, k := range m.Keys() {
+		if ttl := m.TTL(k); ttl <= 0 {
+			t.Errorf("key %q has no idle expiry", k)
+		}
+	}
+	ok(t, hp.Release(ctx))
+	ok(t, <-w)
+}
+
+// Defect 2 with a client that honours ctx deadlines: a cancellation (no
+// deadline) still ends the call at once, not at the operation timeout.
+func TestFaultCancelWithContextTimeoutClient(t *testing.T) {
+	p := newFaultProxy(t, coretest.RedisAddr(t))
+	s := core.NewRedis(p.client(t, &redis.Options{ContextTimeoutEnabled: true}), "ctxc", 1,
+		core.WithKeyPrefix(uniquePrefix(t)), core.WithOperationTimeout(5*time.Second))
+	defer s.Close()
+	ctx := context.Background()
+	ok(t, tryAcquire(t, s).Release(ctx))
+	p.blackhole()
+	defer p.heal()
+	cctx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() { _, err := s.TryAcquire(cctx); errc <- err }()
+	time.AfterFunc(200*time.Millisecond, cancel) // the caller gives up
+	within(t, 200*time.Millisecond+2*slack, "TryAcquire cancelled under a blackhole", func() error {
+		if err := <-errc; !errors.Is(err, context.Canceled) {
+			return fmt.Errorf("err = %v, want context.Canceled", err)
+		}
+		return nil
+	})
+}

@@ -14,7 +14,7 @@ type faultConfig struct {
 const (
 	defaultOpTimeout = time.Second
 	defaultFailures  = 3
-	defaultCooldown  = time.Second
+	defaultCooldown  = 500 * time.Millisecond
 	maxOutageGrace   = 2 * time.Second
 )
 
@@ -32,7 +32,7 @@ func WithOperationTimeout(d time.Duration) Option {
 // TryAcquire and the other calls take the failure policy at once, without
 // a round trip, for cooldown; then one call probes Redis, and its success
 // closes the breaker. Renewals are never refused: they act as probes. The
-// defaults are 3 failures and a cool-down of 1s; failures <= 0 disables the
+// defaults are 3 failures and a cool-down of 500ms; failures <= 0 disables the
 // breaker.
 func WithCircuitBreaker(failures int, cooldown time.Duration) Option {
 	return func(c *config) {

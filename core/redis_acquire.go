@@ -112,6 +112,8 @@ func (s *Redis) wait(ctx context.Context, a acquireConfig) (p *Permit, err error
 		switch {
 		case n.token == -1:
 			return nil, invalid("weight %d exceeds the lowered limit of %q", a.weight, s.name)
+		case n.token == -2 && ctx.Err() != nil:
+			return nil, ctxError(ctx, s.name)
 		case n.token == -2:
 			continue // evicted while alive: queue again
 		case n.token == noteClosed:
@@ -218,27 +220,33 @@ func (s *Redis) granted(ctx context.Context, id string, a acquireConfig, token, 
 // by itself within 2/3 of ttl, and a permit granted meanwhile within ttl.
 func (s *Redis) leave(ctx context.Context, id string, ttl time.Duration) {
 	ctx = context.WithoutCancel(ctx)
-	if !s.b.goBackground(func() { s.releaseID(ctx, id, ttl, ttl/3) }) {
+	if !s.b.goBackground(func() { s.releaseID(ctx, id, ttl, ttl/3, false) }) {
 		// Closed: one bounded try, done before Close's caller returns.
 		ctx, cancel := context.WithTimeout(ctx, s.b.cfg.fault.opTimeout)
 		defer cancel()
-		_, _ = s.run(ctx, scriptRelease, s.limit, id, ttl.Milliseconds())
+		_, _ = s.run(ctx, scriptRelease, s.limit, id, s.b.tombTTL(ttl))
 	}
 }
 
 // releaseID runs the idempotent release script for id until it succeeds,
-// budget passes or the backend closes, and returns its code.
-func (s *Redis) releaseID(ctx context.Context, id string, ttl, budget time.Duration) (int64, error) {
+// budget passes or the backend closes, and returns its code. In the
+// foreground (a Release) it gives up at once when the breaker is open.
+func (s *Redis) releaseID(ctx context.Context, id string, ttl, budget time.Duration, foreground bool) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 	backoff := 20 * time.Millisecond
 	for {
-		r, err := s.run(ctx, scriptRelease, s.limit, id, ttl.Milliseconds())
+		r, err := s.run(ctx, scriptRelease, s.limit, id, s.b.tombTTL(ttl))
 		if err == nil {
 			return r.code, nil
 		}
+		if foreground && errors.Is(err, errBreakerOpen) {
+			return 0, err
+		}
 		if ctx.Err() != nil {
-			s.b.report(s.label, unavailable("leave queue", s.name, err))
+			if !foreground {
+				s.b.report(s.label, unavailable("leave queue", s.name, err))
+			}
 			return 0, err
 		}
 		select {
@@ -286,8 +294,9 @@ func (s *Redis) failed(ctx context.Context, op string, cause error, try bool, op
 }
 
 // release gives p back. The release script is idempotent, so a round trip
-// whose reply was lost is retried within ctx: Release reports success when
-// the release took effect. If ctx ends first, it returns ErrUnavailable and
+// whose reply was lost is retried, within ctx and twice the operation
+// timeout: Release reports success when the release took effect. If that
+// does not suffice, or the breaker is open, it returns ErrUnavailable and
 // the release goes on in the background for a third of the lease.
 func (s *Redis) release(ctx context.Context, p *Permit) error {
 	s.b.unhold(s, p)
@@ -299,7 +308,7 @@ func (s *Redis) release(ctx context.Context, p *Permit) error {
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), ttl)
 		defer cancel()
 	}
-	code, err := s.releaseID(ctx, p.id, ttl, ttl)
+	code, err := s.releaseID(ctx, p.id, ttl, 2*s.b.cfg.fault.opTimeout, true)
 	if err != nil {
 		s.leave(ctx, p.id, ttl)
 		err = unavailable("release", s.name, err)

@@ -325,14 +325,29 @@ func (b *redisBackend) removeWaiter(w *redisWaiter) bool {
 
 // hold tracks a granted permit for renewal. After Close it does not, and
 // reports false.
+//
+// The local estimate of the lease's end starts at the grant's server time
+// (converted to the local clock), not at receipt: a grant that arrived late
+// (a heartbeat's catch-up after a lost notification) has less lease left,
+// and if a third of it or more is gone it is renewed at once.
 func (b *redisBackend) hold(s *Redis, p *Permit) bool {
 	ttl := time.Duration(p.ttl) * time.Millisecond
+	now := time.Now()
+	start := now
+	if at, ok := s.clock.local(p.grantUS); ok && at.Before(now) {
+		start = at
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
 		return false
 	}
-	b.track(s, ttl).held[p] = time.Now().Add(ttl)
+	t := b.track(s, ttl)
+	t.held[p] = start.Add(ttl)
+	if now.Sub(start) >= ttl/3 {
+		t.nextBeat = time.Time{}
+		b.poke()
+	}
 	return true
 }
 
@@ -418,7 +433,7 @@ func (b *redisBackend) close() error {
 			defer leaves.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), b.cfg.fault.opTimeout)
 			defer cancel()
-			_, _ = w.s.runScript(ctx, scriptRelease, false, w.s.limit, w.id, w.ttl.Milliseconds())
+			_, _ = w.s.runScript(ctx, scriptRelease, false, w.s.limit, w.id, b.tombTTL(w.ttl))
 		}()
 	}
 	leaves.Wait()

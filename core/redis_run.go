@@ -33,10 +33,10 @@ func (s *Redis) runScript(ctx context.Context, sc *redis.Script, gated bool, lim
 	argv = append(argv, limit, b.channel)
 	argv = append(argv, args...)
 	octx, cancel := context.WithTimeout(ctx, b.cfg.fault.opTimeout)
-	v, err := b.call(octx, sc, s.keys, argv)
+	v, err := b.call(ctx, octx, sc, s.keys, argv)
 	cancel()
 	recv := time.Now()
-	o := classify(ctx, err)
+	o := classify(ctx, err, recv.Sub(sent), b.cfg.fault.opTimeout)
 	b.brk.record(o, recv)
 	if o == outcomeFailed {
 		b.poke() // the loop times the outage grace
@@ -59,12 +59,14 @@ func (s *Redis) runScript(ctx context.Context, sc *redis.Script, gated bool, lim
 	return r, err
 }
 
-// call runs the script within ctx. A client without ContextTimeoutEnabled
-// bounds its reads only by its ReadTimeout (3s by default, per retry), so
-// the call then runs in a goroutine that the caller stops waiting for when
-// ctx ends; that goroutine ends by the client's own timeouts.
-func (b *redisBackend) call(ctx context.Context, sc *redis.Script, keys []string, argv []any) ([]any, error) {
-	if b.ctxHonoured {
+// call runs the script within ctx, which is parent bounded by the
+// operation timeout. go-redis turns a ctx deadline into a socket deadline
+// only with ContextTimeoutEnabled, and a cancellation never interrupts a
+// read, so unless the client honours deadlines and parent cannot be
+// cancelled, the call runs in a goroutine that the caller stops waiting for
+// when ctx ends; that goroutine ends by the client's own timeouts.
+func (b *redisBackend) call(parent, ctx context.Context, sc *redis.Script, keys []string, argv []any) ([]any, error) {
+	if b.ctxHonoured && parent.Done() == nil {
 		return sc.Run(ctx, b.client, keys, argv...).Slice()
 	}
 	type result struct {
@@ -118,6 +120,20 @@ func (c *serverClock) learn(sent, recv time.Time, nowUS int64) {
 	c.err = rtt / 2
 }
 
+// local converts a Redis TIME (µs) to the local clock, if an estimate of
+// the offset exists.
+func (c *serverClock) local(us int64) (time.Time, bool) {
+	if us == 0 {
+		return time.Time{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.known {
+		return time.Time{}, false
+	}
+	return time.UnixMicro(us).Add(-c.offset), true
+}
+
 // deadlineMargin is added to a request's deadline in server time, beyond
 // the estimate's own error: a request refused by it is a spurious failure.
 const deadlineMargin = 100 * time.Millisecond
@@ -141,4 +157,12 @@ func (s *Redis) serverDeadline(ctx context.Context, wider bool) int64 {
 		margin *= 4
 	}
 	return end.Add(offset + margin).UnixMicro()
+}
+
+// tombTTL is how long (ms) the release script keeps a tombstone for an id
+// of lease ttl: long enough to refuse a late copy of its acquire (which
+// also carries its own deadline) and to answer a retried release, and no
+// longer than the lease, which bounds the memory of a busy semaphore.
+func (b *redisBackend) tombTTL(ttl time.Duration) int64 {
+	return min(ttl, 2*b.cfg.fault.opTimeout+2*time.Second).Milliseconds()
 }

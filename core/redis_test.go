@@ -177,14 +177,24 @@ func TestObserverEvents(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			var mu sync.Mutex
 			kinds := map[core.EventKind]int{}
-			obs := core.ObserverFunc(func(e core.Event) { mu.Lock(); kinds[e.Kind]++; mu.Unlock() })
+			queued := make(chan struct{}, 1)
+			obs := core.ObserverFunc(func(e core.Event) {
+				mu.Lock()
+				kinds[e.Kind]++
+				mu.Unlock()
+				if e.Kind == core.EventWait {
+					queued <- struct{}{}
+				}
+			})
 			s := b.new(t, 1, core.WithObserver(obs))
 			ctx := context.Background()
 			p := acquire(t, s)
 			cctx, cancel := context.WithCancel(ctx)
 			done := make(chan struct{})
 			go func() { _, _ = s.Acquire(cctx); close(done) }()
-			waitQueued(t, s, 1)
+			// The Acquire knows it is queued (a cancel before its reply
+			// came back would report no wait at all).
+			<-queued
 			cancel()
 			<-done
 			ok(t, p.Release(ctx))

@@ -28,8 +28,8 @@ type redisState struct {
 
 // readState reads a semaphore's keys directly. It is the only place of the
 // suite that knows the key layout of core/lua/lib.lua: prefix{name}:m is the
-// meta hash (field "used"), :hi maps holder id to "weight:token", :q is the
-// queue.
+// meta hash (field "used"), :hi maps holder id to "weight:token" (followed
+// by more ":"-separated fields on newer code), :q is the queue.
 func readState(ctx context.Context, c *redis.Client, prefix, name string) (redisState, error) {
 	tag := prefix + "{" + name + "}:"
 	var st redisState
@@ -43,9 +43,12 @@ func readState(ctx context.Context, c *redis.Client, prefix, name string) (redis
 		return st, err
 	}
 	for _, v := range hi {
-		w, tok, _ := strings.Cut(v, ":")
-		n, _ := strconv.ParseInt(w, 10, 64)
-		tk, _ := strconv.ParseInt(tok, 10, 64)
+		f := strings.Split(v, ":")
+		n, _ := strconv.ParseInt(f[0], 10, 64)
+		var tk int64
+		if len(f) > 1 {
+			tk, _ = strconv.ParseInt(f[1], 10, 64)
+		}
 		st.Held += n
 		st.Holders++
 		st.Tokens = append(st.Tokens, tk)

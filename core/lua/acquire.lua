@@ -10,12 +10,12 @@
 local id, w, ttl, try = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6] == '1'
 local deadline = tonumber(ARGV[7]) or 0
 purge()
-grant()
+local free = grant() -- nobody queued
 local code, value, again = 0, 0, 0
 local held = redis.call('HGET', HI, id)
 local qi = not held and redis.call('HGET', QI, id)
 if held then
-  code, value, again = 1, tonumber(string.match(held, ':(%d+)$')), 1
+  code, value, again = 1, tonumber(string.match(held, '^%d+:(%d+)')), 1
 elseif qi then
   if is_tomb(qi) then code = -4 else code, value, again = 2, next_expiry(), 1 end
 elseif deadline > 0 and now_us > deadline then
@@ -23,12 +23,11 @@ elseif deadline > 0 and now_us > deadline then
 elseif w > limit then
   code = -1
 else
-  local free = redis.call('ZCARD', Q) == 0
   if free and used + w > limit then derive() end
   if free and used + w <= limit then
     code, value = 1, hold(id, w, ttl)
   elseif not try then
-    if redis.call('EXISTS', Q) == 0 then fresh = true end
+    if free then new_keys(Q, QI, QE) end -- an empty zset does not exist
     local seq = redis.call('HINCRBY', M, 'qseq', 1)
     redis.call('ZADD', Q, seq, id)
     redis.call('HSET', QI, id, int(w) .. ':' .. int(ttl) .. ':' .. (ARGV[8] or '0') .. ':' .. mychan)

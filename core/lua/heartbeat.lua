@@ -27,7 +27,9 @@ for i = 4 + 2 * n, #ARGV do
   else
     local held = redis.call('HGET', HI, id)
     if held then
-      note(mychan, id, tonumber(string.match(held, ':(%d+)$')))
+      -- A grant whose notification was lost, with its real grant time.
+      local tok, at = string.match(held, '^%d+:(%d+):?(%d*)$')
+      note(mychan, id, tonumber(tok), tonumber(at))
     else
       note(mychan, id, -2)
     end

@@ -2,7 +2,7 @@
 --   1 M   hash: limit, used, tok (last fencing token), qseq (queue order),
 --             pinned, exp/last/min (key expiry bookkeeping)
 --   2 H   zset: holder id -> lease expiry (ms, Redis TIME)
---   3 HI  hash: holder id -> "weight:token"
+--   3 HI  hash: holder id -> "weight:token:grant_us"
 --   4 Q   zset: waiter id -> arrival sequence (FIFO order)
 --   5 QI  hash: waiter id -> "weight:ttl_ms:check:channel", or a tombstone
 --             "x<code>" for an id that was released or left the queue
@@ -33,9 +33,14 @@ local last0 = last
 -- expired before it, so purge() does nothing until then.
 local minexp = tonumber(m[6]) or 0
 local min0 = minexp
--- fresh: a key may have been created without an expiry, so finish() must
--- set the expiry of every key.
+-- fresh: keys may lack their expiry, so finish() must set every key's.
+-- created: keys that this script created; finish() gives them the expiry
+-- the others already have (no re-creation work for the rest).
 local fresh = false
+local created = {}
+local function new_keys(...)
+  for _, k in ipairs({...}) do created[#created + 1] = k end
+end
 if not limit then
   limit = tonumber(ARGV[1])
   redis.call('HSET', M, 'limit', limit)
@@ -52,10 +57,12 @@ local tok0 = tok
 local function int(x) return string.format('%d', x) end
 
 local notes = {}
-local function note(ch, id, tok)
+-- note records a grant (or a rejection) for waiter id of channel ch; at is
+-- the grant's time (µs), now unless given.
+local function note(ch, id, tok, at)
   local l = notes[ch]
   if not l then l = {}; notes[ch] = l end
-  l[#l + 1] = id .. ':' .. int(tok) .. ':' .. int(now_us)
+  l[#l + 1] = id .. ':' .. int(tok) .. ':' .. int(at or now_us)
 end
 
 -- A waiter stays queued for 2/3 of its lease TTL after each heartbeat (sent
@@ -77,19 +84,35 @@ local function weight_of(info)
   return tonumber(string.match(info, '^(%d+):'))
 end
 
--- used recomputed from the holders themselves.
+-- hmget returns HMGET key ids... for any number of ids (in chunks, as
+-- unpack is bounded).
+local function hmget(key, ids)
+  local out = {}
+  for i = 1, #ids, 1000 do
+    local v = redis.call('HMGET', key, unpack(ids, i, math.min(i + 999, #ids)))
+    for j = 1, #v do out[#out + 1] = v[j] end
+  end
+  return out
+end
+
+-- used recomputed from the holders themselves (with only the commands of
+-- the documented minimal ACL).
 local function derive()
   local s = 0
-  local v = redis.call('HVALS', HI)
-  for i = 1, #v do s = s + weight_of(v[i]) end
+  local ids = redis.call('ZRANGE', H, 0, -1)
+  local v = hmget(HI, ids)
+  for i = 1, #ids do
+    if v[i] then s = s + weight_of(v[i]) end
+  end
   used = s
 end
 
--- A tombstone (in QI and QE, never in Q) remembers for ttl ms that id was
+-- A tombstone (in QI and QE, never in Q) remembers for ttl ms (the client
+-- keeps it at most a lease, and longer than a late copy can come) that id was
 -- released (code 1), left the queue (2) or was unknown (0), so that a late
 -- copy of its acquire is refused and a repeated release answers the same.
 local function tombstone(id, code, ttl)
-  if redis.call('EXISTS', QE) == 0 then fresh = true end
+  if redis.call('EXISTS', QE) == 0 then new_keys(QI, QE) end
   redis.call('HSET', QI, id, 'x' .. code)
   redis.call('ZADD', QE, note_end(now + ttl), id)
 end
@@ -126,28 +149,29 @@ local function purge()
 end
 
 local function hold(id, w, ttl)
-  if redis.call('EXISTS', H) == 0 then fresh = true end
+  if redis.call('EXISTS', H) == 0 then new_keys(H, HI) end
   used = used + w
   tok = math.max(tok + 1, now_us)
   redis.call('ZADD', H, lease(ttl), id)
-  redis.call('HSET', HI, id, int(w) .. ':' .. int(tok))
+  redis.call('HSET', HI, id, int(w) .. ':' .. int(tok) .. ':' .. int(now_us))
   return tok
 end
 
 -- Grant to the head of the queue while it fits (strict FIFO: a head that
 -- does not fit blocks everyone behind it). A head heavier than the limit
 -- can never fit and is told so with token -1.
+-- It returns true if the queue is then empty.
 local function grant()
   while true do
     local head = redis.call('ZRANGE', Q, 0, 0)
-    if #head == 0 then return end
+    if #head == 0 then return true end
     local id = head[1]
     local info = redis.call('HGET', QI, id)
     local w, ttl, check, ch
     if info then
       w, ttl, check, ch = string.match(info, '^(%d+):(%d+):(%d):(.*)$')
       w = tonumber(w)
-      if w and w <= limit and used + w > limit then return end
+      if w and w <= limit and used + w > limit then return false end
     end
     redis.call('ZREM', Q, id)
     redis.call('HDEL', QI, id)
@@ -178,8 +202,9 @@ local function next_expiry()
 end
 
 -- Store what changed, make every key outlive the last lease or waiter by
--- GRACE/2 to GRACE (refreshed only when that margin runs low, or when a key
--- may be new), publish the grants of other processes and return those of
+-- GRACE/2 to GRACE (refreshed only when that margin runs low, or when the
+-- semaphore is new; a key this script created gets the current expiry),
+-- publish the grants of other processes and return those of
 -- the caller's process.
 local function finish()
   if fresh or exp < last + GRACE / 2 then
@@ -191,8 +216,11 @@ local function finish()
       redis.call('PEXPIREAT', M, exp)
     end
     redis.call('HSET', M, 'used', used, 'exp', exp, 'last', last, 'min', minexp, 'tok', int(tok))
-  elseif used ~= used0 or last ~= last0 or minexp ~= min0 or tok ~= tok0 then
-    redis.call('HSET', M, 'used', used, 'last', last, 'min', minexp, 'tok', int(tok))
+  else
+    for _, k in ipairs(created) do redis.call('PEXPIREAT', k, exp) end
+    if used ~= used0 or last ~= last0 or minexp ~= min0 or tok ~= tok0 then
+      redis.call('HSET', M, 'used', used, 'last', last, 'min', minexp, 'tok', int(tok))
+    end
   end
   local mine = {}
   for ch, l in pairs(notes) do

@@ -1,6 +1,6 @@
--- ARGV: limit, channel, id, ttl_ms. Releases a holder, or takes a waiter out
--- of the queue (a cancelled Acquire; if the grant raced the cancel, the
--- permit is released and passed on), and leaves a tombstone for ttl_ms.
+-- ARGV: limit, channel, id, tomb_ms. Releases a holder, or takes a waiter
+-- out of the queue (a cancelled Acquire; if the grant raced the cancel, the
+-- permit is released and passed on), and leaves a tombstone for tomb_ms.
 -- Returns {code, 0, limit, notes}: code 1 released, 2 left the queue, 0
 -- unknown (lease expired or never held). Idempotent: a repeated run finds
 -- the tombstone and returns the first run's code, and a sixth element 1.

@@ -6,9 +6,10 @@ redis.call('HSET', M, 'limit', limit, 'pinned', 1)
 fresh = true
 purge()
 derive()
-local all = redis.call('HGETALL', QI)
-for i = 1, #all, 2 do
-  local id, info = all[i], all[i + 1]
+local ids = redis.call('ZRANGE', Q, 0, -1)
+local infos = hmget(QI, ids)
+for i = 1, #ids do
+  local id, info = ids[i], infos[i] or ''
   local w, ch = string.match(info, '^(%d+):%d+:%d:(.*)$')
   if w and tonumber(w) > limit then
     redis.call('ZREM', Q, id)
