@@ -113,4 +113,3 @@ func TestPostgres(t *testing.T) {
 		t.Errorf("queries = %d, want 20", s.Queries)
 	}
 }
-
