@@ -60,7 +60,15 @@ func main() {
 		}
 		return
 	}
-	_, err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	o, err := parseFlags(os.Args[1:], os.Stdout)
+	if err == nil {
+		// Process-wide, so here rather than in run, which tests call.
+		cli.QuietRedis(o.verbose)
+		if o.verbose {
+			os.Setenv(verboseEnv, "1") // for the workers too
+		}
+		_, err = job(ctx, o, os.Stdout, os.Stderr)
+	}
 	os.Exit(cli.ExitCode("mapreduce", err, os.Stderr))
 }
 
@@ -70,10 +78,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (*summary
 	if err != nil {
 		return nil, err
 	}
-	cli.QuietRedis(o.verbose)
-	if o.verbose {
-		os.Setenv(verboseEnv, "1") // for the workers too
-	}
+	return job(ctx, o, stdout, stderr)
+}
+
+// job runs the job that o describes.
+func job(ctx context.Context, o options, stdout, stderr io.Writer) (*summary, error) {
 	if o.DSN == "" {
 		dir, err := os.MkdirTemp("", "distsem-mapreduce-")
 		if err != nil {
