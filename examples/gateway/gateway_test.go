@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 
@@ -12,7 +13,13 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if args, ok := os.LookupEnv(mainEnv); ok { // see cli_test.go
+		os.Args = append([]string{"gateway"}, strings.Fields(args)...)
+		main()
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // Both HTTP flavours: /work is limited, a saturated /work answers 429, and
 // /report and /metrics still answer.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log"
 	"net"
 	"sort"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -57,18 +59,20 @@ func (g *gateway) serveGRPC(ctx context.Context) error {
 }
 
 // grpcLoad sends -n calls of -ms milliseconds, -c at a time, to the gRPC
-// gateway at -addr and prints how many ended with each status code.
-func grpcLoad(ctx context.Context, cfg config) error {
+// gateway at -addr and prints how many ended with each status code. It
+// fails when no call succeeded.
+func grpcLoad(ctx context.Context, cfg config, stdout io.Writer) error {
 	cc, err := grpc.NewClient(cfg.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return err
 	}
 	defer cc.Close()
 	var (
-		mu    sync.Mutex
-		codes = map[string]int{}
-		wg    sync.WaitGroup
-		next  = make(chan struct{})
+		mu     sync.Mutex
+		counts = map[string]int{}
+		first  error // of the first call that failed
+		wg     sync.WaitGroup
+		next   = make(chan struct{})
 	)
 	start := time.Now()
 	for range cfg.c {
@@ -77,7 +81,10 @@ func grpcLoad(ctx context.Context, cfg config) error {
 				out := new(wrapperspb.StringValue)
 				err := cc.Invoke(ctx, grpcMethod, wrapperspb.Int64(cfg.ms), out)
 				mu.Lock()
-				codes[status.Code(err).String()]++
+				counts[status.Code(err).String()]++
+				if err != nil && first == nil {
+					first = err
+				}
 				mu.Unlock()
 			}
 		})
@@ -87,14 +94,17 @@ func grpcLoad(ctx context.Context, cfg config) error {
 	}
 	close(next)
 	wg.Wait()
-	names := make([]string, 0, len(codes))
-	for c := range codes {
+	names := make([]string, 0, len(counts))
+	for c := range counts {
 		names = append(names, c)
 	}
 	sort.Strings(names)
-	fmt.Printf("%d calls of %dms, %d at a time, in %v:\n", cfg.n, cfg.ms, cfg.c, time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(stdout, "%d calls of %dms, %d at a time, in %v:\n", cfg.n, cfg.ms, cfg.c, time.Since(start).Round(time.Millisecond))
 	for _, c := range names {
-		fmt.Printf("  %-18s %d\n", c, codes[c])
+		fmt.Fprintf(stdout, "  %-18s %d\n", c, counts[c])
+	}
+	if counts[codes.OK.String()] == 0 {
+		return fmt.Errorf("all %d calls failed; the first: %v", cfg.n, status.Convert(first).Message())
 	}
 	return nil
 }

@@ -25,8 +25,8 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
+	"io"
 	"log"
 	"os"
 	"os/signal"
@@ -38,6 +38,7 @@ import (
 
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/admit/promadmit"
+	"github.com/distsem/distsem/examples/internal/cli"
 )
 
 // config is what the flags say.
@@ -53,34 +54,28 @@ type config struct {
 	maxWaiting  int
 	n, c        int // grpc-load
 	ms          int64
+	verbose     bool
 }
 
 func main() {
-	var cfg config
-	flag.StringVar(&cfg.mode, "mode", "http", "http, echo, grpc, or grpc-load (a client for a grpc gateway)")
-	flag.StringVar(&cfg.addr, "addr", "127.0.0.1:8080", "listen address (grpc-load: the server's)")
-	flag.StringVar(&cfg.redisURL, "redis", "", "Redis URL shared by the gateways; empty starts an embedded miniredis")
-	flag.StringVar(&cfg.name, "name", "gateway", "semaphore name: gateways with the same Redis and name share limits")
-	flag.Int64Var(&cfg.limit, "limit", 4, "in-flight limit of GET /work (and of gRPC Do), fleet-wide")
-	flag.Int64Var(&cfg.reportLimit, "report-limit", 2, "in-flight limit of GET /report, fleet-wide")
-	flag.Int64Var(&cfg.defLimit, "default-limit", 64, "in-flight limit of any other route")
-	flag.DurationVar(&cfg.maxWait, "max-wait", 0, "how long a request may wait for a permit (0: reject at once)")
-	flag.IntVar(&cfg.maxWaiting, "max-waiting", 128, "how many requests of one route may wait in this process")
-	flag.IntVar(&cfg.n, "n", 40, "grpc-load: number of calls")
-	flag.IntVar(&cfg.c, "c", 10, "grpc-load: concurrent calls")
-	flag.Int64Var(&cfg.ms, "ms", 200, "grpc-load: milliseconds each call holds its permit")
-	flag.Parse()
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if err := run(ctx, cfg); err != nil {
-		log.Fatal(err)
-	}
+	os.Exit(cli.ExitCode("gateway", runMain(os.Args[1:], os.Stdout), os.Stderr))
 }
 
-func run(ctx context.Context, cfg config) error {
+// runMain parses args and runs the gateway until an interrupt.
+func runMain(args []string, stdout io.Writer) error {
+	cfg, err := parseFlags(args, stdout)
+	if err != nil {
+		return err
+	}
+	cli.QuietRedis(cfg.verbose)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	return run(ctx, cfg, stdout)
+}
+
+func run(ctx context.Context, cfg config, stdout io.Writer) error {
 	if cfg.mode == "grpc-load" {
-		return grpcLoad(ctx, cfg)
+		return grpcLoad(ctx, cfg, stdout)
 	}
 	rdb, closeRedis, err := openRedis(cfg.redisURL)
 	if err != nil {

@@ -30,7 +30,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -43,6 +42,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/examples/internal/cli"
 )
 
 // workerEnv carries a worker's configuration; its presence selects worker
@@ -53,62 +53,36 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if cfg := os.Getenv(workerEnv); cfg != "" {
+		cli.QuietRedis(os.Getenv(verboseEnv) != "")
 		if err := workerMain(ctx, cfg, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "mapreduce worker:", err)
 			os.Exit(1)
 		}
 		return
 	}
-	if _, err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "mapreduce:", err)
-		os.Exit(1)
+	o, err := parseFlags(os.Args[1:], os.Stdout)
+	if err == nil {
+		// Process-wide, so here rather than in run, which tests call.
+		cli.QuietRedis(o.verbose)
+		if o.verbose {
+			os.Setenv(verboseEnv, "1") // for the workers too
+		}
+		_, err = job(ctx, o, os.Stdout, os.Stderr)
 	}
-}
-
-type options struct {
-	workerConfig
-	chart    string
-	progress time.Duration
-}
-
-func parseFlags(args []string, stderr io.Writer) (options, error) {
-	var o options
-	fs := flag.NewFlagSet("mapreduce", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.IntVar(&o.Workers, "workers", 4, "number of subtask processes")
-	fs.IntVar(&o.Concurrency, "concurrency", 4, "goroutines per subtask")
-	fs.Int64Var(&o.Limit, "limit", 4, "K: the most queries running at once, fleet-wide")
-	fs.StringVar(&o.Redis, "redis", "", "Redis URL (default: an in-process miniredis on 127.0.0.1)")
-	fs.StringVar(&o.Driver, "driver", "sqlite", "database/sql driver: sqlite or pgx")
-	fs.StringVar(&o.DSN, "dsn", "", "data source name (default with sqlite: a file in a temporary directory)")
-	fs.StringVar(&o.Table, "table", "distsem_mapreduce", "table to create and read (dropped and re-created)")
-	fs.StringVar(&o.Name, "name", "mapreduce", "semaphore name in Redis; its limit is set to -limit")
-	fs.Int64Var(&o.Rows, "rows", 200000, "rows in the table")
-	fs.Int64Var(&o.Page, "page", 2000, "rows per page (one query each)")
-	fs.DurationVar(&o.Slow, "slow", 50*time.Millisecond, "each page query takes at least this long on the database")
-	fs.StringVar(&o.Mode, "mode", "semaphore", "semaphore (sqlmw + Redis), setmaxopen (per-process SetMaxOpenConns(limit/workers)) or none")
-	fs.StringVar(&o.chart, "chart", "", "write an SVG timeline of concurrent queries to this file")
-	fs.DurationVar(&o.progress, "progress", 500*time.Millisecond, "progress report interval (0: none)")
-	if err := fs.Parse(args); err != nil {
-		return o, err
-	}
-	switch {
-	case o.Workers < 1 || o.Concurrency < 1 || o.Limit < 1 || o.Rows < 1 || o.Page < 1:
-		return o, errors.New("-workers, -concurrency, -limit, -rows and -page must be positive")
-	case o.Mode != "semaphore" && o.Mode != "setmaxopen" && o.Mode != "none":
-		return o, fmt.Errorf("unknown -mode %q", o.Mode)
-	case o.Driver != "sqlite" && o.DSN == "":
-		return o, fmt.Errorf("-driver %s needs -dsn", o.Driver)
-	}
-	return o, nil
+	os.Exit(cli.ExitCode("mapreduce", err, os.Stderr))
 }
 
 // run is the parent: it prepares the data, runs the workers and reports.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) (*summary, error) {
-	o, err := parseFlags(args, stderr)
+	o, err := parseFlags(args, stdout)
 	if err != nil {
 		return nil, err
 	}
+	return job(ctx, o, stdout, stderr)
+}
+
+// job runs the job that o describes.
+func job(ctx context.Context, o options, stdout, stderr io.Writer) (*summary, error) {
 	if o.DSN == "" {
 		dir, err := os.MkdirTemp("", "distsem-mapreduce-")
 		if err != nil {
@@ -155,7 +129,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (*summary
 		if err != nil {
 			return s, err
 		}
-		if err := errors.Join(writeChart(f, s), f.Close()); err != nil {
+		if err := errors.Join(writeChart(f, s, chartFormat(o.chart)), f.Close()); err != nil {
 			return s, err
 		}
 		fmt.Fprintf(stdout, "  chart          %s\n", o.chart)
@@ -204,6 +178,9 @@ func runWorkers(ctx context.Context, o options, col *collector, stdout, stderr i
 		}
 		go func() {
 			rerr := col.read(out)
+			if rerr != nil {
+				cmd.Process.Kill() // it may be blocked writing reports nobody reads
+			}
 			done <- errors.Join(rerr, cmd.Wait())
 		}()
 	}

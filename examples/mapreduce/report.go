@@ -2,6 +2,9 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -28,40 +31,67 @@ type collector struct {
 	poolWait   time.Duration
 }
 
-// read consumes one worker's reports until EOF.
+// read consumes one worker's reports until EOF. A line that is not a
+// valid report, or a stream that ends without the worker's done report,
+// is an error: the figures would be wrong.
 func (c *collector) read(r io.Reader) error {
 	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		var a, b, d int64
-		line := sc.Text()
-		if line == "" {
-			continue
+	done := false
+	for n := 1; sc.Scan(); n++ {
+		var rep report
+		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
+		dec.DisallowUnknownFields()
+		err := dec.Decode(&rep)
+		if err == nil && dec.More() {
+			err = errors.New("more than one value on the line")
 		}
-		if _, err := fmt.Sscan(line[1:], &a); err != nil {
-			return fmt.Errorf("bad report %q", line)
+		if err == nil && done {
+			err = errors.New("a report after the done report")
 		}
-		c.mu.Lock()
-		switch line[0] {
-		case 'S':
-			c.events = append(c.events, event{a, +1})
-			c.inFlight++
-		case 'E':
-			c.events = append(c.events, event{a, -1})
-			c.inFlight--
-		case 'P':
-			fmt.Sscan(line[1:], &a, &b)
-			c.pages++
-			c.rows += a
-			c.sum += b
-		case 'D':
-			fmt.Sscan(line[1:], &a, &b, &d)
-			c.permitWait += time.Duration(a)
-			c.permits += b
-			c.poolWait += time.Duration(d)
+		if err == nil {
+			done, err = rep.Kind == kindDone, c.add(rep)
 		}
-		c.mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("worker report line %d %q: %w", n, sc.Text(), err)
+		}
 	}
-	return sc.Err()
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	if !done {
+		return errors.New("worker reports ended without its done report")
+	}
+	return nil
+}
+
+// add counts one report.
+func (c *collector) add(rep report) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch rep.Kind {
+	case kindStart, kindEnd:
+		if rep.At <= 0 {
+			return fmt.Errorf("%s report without its instant", rep.Kind)
+		}
+		if rep.Kind == kindStart {
+			c.events = append(c.events, event{rep.At, +1})
+			c.inFlight++
+		} else {
+			c.events = append(c.events, event{rep.At, -1})
+			c.inFlight--
+		}
+	case kindPage:
+		c.pages++
+		c.rows += rep.Rows
+		c.sum += rep.Sum
+	case kindDone:
+		c.permitWait += rep.PermitWait
+		c.permits += rep.Permits
+		c.poolWait += rep.PoolWait
+	default:
+		return fmt.Errorf("unknown report kind %q", rep.Kind)
+	}
+	return nil
 }
 
 func (c *collector) progress() (pages, rows int64, inFlight int) {

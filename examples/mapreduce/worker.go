@@ -31,53 +31,83 @@ type workerConfig struct {
 	Slow               time.Duration
 }
 
-// eventWriter sends the worker's reports to the parent, one line each:
+// report is one line of a worker's report to the parent: a JSON object
+// per line, like bench/load's results. Kind says which fields are set:
 //
-//	S <unix ns>             a query started on the database
-//	E <unix ns>             a query ended (its rows were closed)
-//	P <rows> <sum>          a page was processed
-//	D <permit wait ns> <permits> <pool wait ns>   the worker is done
-type eventWriter struct {
-	mu sync.Mutex
-	w  *bufio.Writer
+//	{"kind":"start","at":<unix ns>}   a query started on the database
+//	{"kind":"end","at":<unix ns>}     a query ended (its rows were closed)
+//	{"kind":"page","rows":N,"sum":S}  a page was processed
+//	{"kind":"done","permit_wait":<ns>,"permits":N,"pool_wait":<ns>}
+//	                                  the worker is done; always its last line
+type report struct {
+	Kind       string        `json:"kind"`
+	At         int64         `json:"at,omitempty"`
+	Rows       int64         `json:"rows,omitempty"`
+	Sum        int64         `json:"sum,omitempty"`
+	PermitWait time.Duration `json:"permit_wait,omitempty"`
+	Permits    int64         `json:"permits,omitempty"`
+	PoolWait   time.Duration `json:"pool_wait,omitempty"`
 }
 
-func (e *eventWriter) printf(format string, args ...any) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	fmt.Fprintf(e.w, format+"\n", args...)
-	_ = e.w.Flush()
+// The kinds of report.
+const (
+	kindStart = "start"
+	kindEnd   = "end"
+	kindPage  = "page"
+	kindDone  = "done"
+)
+
+// reportWriter sends the worker's reports to the parent, one JSON line
+// each, flushed at once.
+type reportWriter struct {
+	mu  sync.Mutex
+	w   *bufio.Writer
+	enc *json.Encoder
 }
+
+func newReportWriter(w io.Writer) *reportWriter {
+	bw := bufio.NewWriter(w)
+	return &reportWriter{w: bw, enc: json.NewEncoder(bw)}
+}
+
+func (r *reportWriter) send(rep report) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_ = r.enc.Encode(rep) // a report has no value that fails to encode
+	_ = r.w.Flush()
+}
+
+func (r *reportWriter) at(kind string) { r.send(report{Kind: kind, At: time.Now().UnixNano()}) }
 
 // probe marks when queries really run on the database: it sits between
 // the throttled driver and the real one, so it sees a query only after its
 // permit was granted, and its end before the permit is released.
 type probe struct {
 	ngsqlmw.NullInterceptor
-	out *eventWriter
+	out *reportWriter
 }
 
 func (p probe) ConnQueryContext(ctx context.Context, conn driver.QueryerContext, q string, args []driver.NamedValue) (context.Context, driver.Rows, error) {
-	p.out.printf("S %d", time.Now().UnixNano())
+	p.out.at(kindStart)
 	rows, err := conn.QueryContext(ctx, q, args)
 	if err != nil {
-		p.out.printf("E %d", time.Now().UnixNano())
+		p.out.at(kindEnd)
 	}
 	return ctx, rows, err
 }
 
 func (p probe) StmtQueryContext(ctx context.Context, stmt driver.StmtQueryContext, q string, args []driver.NamedValue) (context.Context, driver.Rows, error) {
-	p.out.printf("S %d", time.Now().UnixNano())
+	p.out.at(kindStart)
 	rows, err := stmt.QueryContext(ctx, args)
 	if err != nil {
-		p.out.printf("E %d", time.Now().UnixNano())
+		p.out.at(kindEnd)
 	}
 	return ctx, rows, err
 }
 
 func (p probe) RowsClose(_ context.Context, rows driver.Rows) error {
 	err := rows.Close()
-	p.out.printf("E %d", time.Now().UnixNano())
+	p.out.at(kindEnd)
 	return err
 }
 
@@ -86,7 +116,7 @@ func workerMain(ctx context.Context, cfgJSON string, stdout io.Writer) error {
 	if err := json.Unmarshal([]byte(cfgJSON), &cfg); err != nil {
 		return err
 	}
-	out := &eventWriter{w: bufio.NewWriter(stdout)}
+	out := newReportWriter(stdout)
 
 	// The real driver, wrapped by the probe.
 	raw, err := sql.Open(cfg.Driver, cfg.DSN)
@@ -156,13 +186,13 @@ func workerMain(ctx context.Context, cfgJSON string, stdout io.Writer) error {
 	if err := <-errs; err != nil {
 		return err
 	}
-	out.printf("D %d %d %d", permitWait.Load(), permits.Load(), int64(db.Stats().WaitDuration))
+	out.send(report{Kind: kindDone, PermitWait: time.Duration(permitWait.Load()), Permits: permits.Load(), PoolWait: db.Stats().WaitDuration})
 	return nil
 }
 
 // processPage is the map step: read one page and reduce it to a count and
 // a sum.
-func processPage(ctx context.Context, db *sql.DB, cfg workerConfig, page int64, out *eventWriter) error {
+func processPage(ctx context.Context, db *sql.DB, cfg workerConfig, page int64, out *reportWriter) error {
 	lo := page * cfg.Page
 	hi := min(lo+cfg.Page, cfg.Rows)
 	q, args := pageQuery(cfg.Driver, cfg.Table, lo, hi, cfg.Slow)
@@ -183,6 +213,6 @@ func processPage(ctx context.Context, db *sql.DB, cfg workerConfig, page int64, 
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("page %d: %w", page, err)
 	}
-	out.printf("P %d %d", n, sum)
+	out.send(report{Kind: kindPage, Rows: n, Sum: sum})
 	return nil
 }
