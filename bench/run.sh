@@ -28,7 +28,7 @@
 # summary.md (median and range per workload) and *.png.
 set -euo pipefail
 
-cd "$(dirname "$0")" # the bench module
+cd "$(dirname "$0")" # the bench module (bench/go.work keeps it out of a root workspace)
 REPS=${REPS:-3}
 SCALE=${SCALE:-full}
 DURATION=${DURATION:-5s}
