@@ -142,9 +142,10 @@ func (b redsyncSem) acquire(ctx context.Context, key int) (grant, error) {
 
 // redislockSem is bsm/redislock. Its default retry strategy is NoRetry
 // (Obtain fails at once when the lock is taken), which cannot block, so
-// the harness uses the retry of its README, LinearBackoff(100 ms), without
-// a limit: Obtain then retries until it wins or ctx ends. TTL 8 s, as
-// redsync's default expiry.
+// the harness uses the retry of its documented example
+// (ExampleClient_Obtain_retry), LinearBackoff(100 ms), without the
+// example's limit of 3 tries: Obtain then retries until it wins or ctx
+// ends. TTL 8 s, as redsync's default expiry.
 type redislockSem struct {
 	c    *redislock.Client
 	keys []string

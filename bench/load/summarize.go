@@ -68,6 +68,9 @@ func summarize(w io.Writer, files []string) error {
 				f.Close()
 				return fmt.Errorf("%s: %w", name, err)
 			}
+			if r.Label == "idlemem" {
+				continue // `load idlemem` lines carry no run figures
+			}
 			key := r.Label + " / " + r.Backend
 			if _, ok := groups[key]; !ok {
 				order = append(order, key)
