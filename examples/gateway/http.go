@@ -40,8 +40,8 @@ func (g *gateway) httpHandler() http.Handler {
 	return mux
 }
 
-// echoHandler serves the same routes on Echo; echomw keys requests by their
-// route path ("/work").
+// echoHandler serves the same routes on Echo; echomw keys requests by
+// method and route ("GET /work"), as httpmw does, so both share limits.
 func (g *gateway) echoHandler() http.Handler {
 	e := echo.New()
 	e.HideBanner = true
@@ -59,7 +59,7 @@ func (g *gateway) echoHandler() http.Handler {
 	e.GET("/work", work, limit)
 	e.GET("/report", work, limit)
 	e.GET("/stats", func(c echo.Context) error {
-		g.writeStats(c.Response(), c.Request().Context(), "/work", "/report")
+		g.writeStats(c.Response(), c.Request().Context(), "GET /work", "GET /report")
 		return nil
 	})
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(g.reg, promhttp.HandlerOpts{})))

@@ -124,10 +124,8 @@ func openRedis(url string) (*redis.Client, func(), error) {
 func newGateway(cfg config, rdb redis.UniversalClient) *gateway {
 	// The override table: its keys are also the only metric label values.
 	limits := map[string]int64{
-		"GET /work":   cfg.limit,
+		"GET /work":   cfg.limit, // net/http patterns and Echo routes alike
 		"GET /report": cfg.reportLimit,
-		"/work":       cfg.limit, // echo route paths
-		"/report":     cfg.reportLimit,
 		grpcMethod:    cfg.limit,
 	}
 	sem := core.NewRedisKeyed(rdb, cfg.name, cfg.defLimit, core.WithLimits(limits),
