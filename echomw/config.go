@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -87,8 +89,32 @@ func RouteKey(c echo.Context) (string, error) {
 		return "", ErrUnrouted
 	}
 	method := c.Request().Method
+	rk := routeKey{method, path}
+	if k, ok := routeKeys.Load(rk); ok {
+		return k.(string), nil
+	}
+	k := formatRouteKey(method, path)
+	if routeKeysLen.Add(1) <= maxRouteKeys {
+		routeKeys.Store(rk, k)
+	}
+	return k, nil
+}
+
+// routeKeys caches RouteKey's keys, so that a request costs no allocation.
+// Its keys are matched routes and their methods, a set the application
+// fixes; it stops growing at maxRouteKeys all the same.
+var (
+	routeKeys    sync.Map // routeKey → string
+	routeKeysLen atomic.Int64
+)
+
+const maxRouteKeys = 4096
+
+type routeKey struct{ method, path string }
+
+func formatRouteKey(method, path string) string {
 	if !strings.Contains(path, ":") {
-		return method + " " + path, nil
+		return method + " " + path
 	}
 	var b strings.Builder
 	b.Grow(len(method) + len(path) + 8)
@@ -104,7 +130,7 @@ func RouteKey(c echo.Context) (string, error) {
 			b.WriteString(seg)
 		}
 	}
-	return b.String(), nil
+	return b.String()
 }
 
 // causeKey is the echo.Context key under which the middleware keeps the

@@ -116,3 +116,30 @@ func TestDebugModeShowsNoInternalText(t *testing.T) {
 		t.Fatalf("Cause = %v, want the rejection (core.ErrNoPermit)", cause)
 	}
 }
+
+// Any method on an e.Any route: the methods Echo knows are keyed, an
+// invented one is Echo's 405 and takes no permit.
+func TestAnyRouteInventedMethod(t *testing.T) {
+	sem := core.NewLocalKeyed(1)
+	e := echo.New()
+	e.Use(echomw.Limit(sem))
+	e.Any("/any", func(c echo.Context) error { return c.NoContent(http.StatusNoContent) })
+	for _, m := range []string{"GET", "PATCH", "BREW", strings.Repeat("X", 1000)} {
+		rec := httptest.NewRecorder()
+		e.ServeHTTP(rec, httptest.NewRequest(m, "/any", nil))
+		t.Logf("%.10s: %d", m, rec.Code)
+	}
+	if n := sem.Len(); n > 2 {
+		t.Fatalf("%d keys after GET, PATCH and two invented methods, want at most 2", n)
+	}
+}
+
+func BenchmarkRouteKey(b *testing.B) {
+	e := echo.New()
+	c := e.NewContext(httptest.NewRequest("GET", "/users/1", nil), httptest.NewRecorder())
+	c.SetPath("/users/:id")
+	b.ReportAllocs()
+	for b.Loop() {
+		echomw.RouteKey(c)
+	}
+}

@@ -345,6 +345,7 @@ func TestLimitPanics(t *testing.T) {
 	for name, f := range map[string]func(){
 		"nil sem":    func() { httpmw.Limit(nil) },
 		"bad status": func() { httpmw.Limit(core.NewLocalKeyed(1), httpmw.WithStatus(200)) },
+		"bad retry":  func() { httpmw.Limit(core.NewLocalKeyed(1), httpmw.WithRetryAfter(-time.Second)) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			defer func() {
