@@ -5,7 +5,7 @@
 // Config) and Config.ToMiddleware; rejections are returned as
 // *echo.HTTPError for the Echo HTTPErrorHandler to render.
 //
-//	limits := map[string]int64{"/work": 8, "/report/:id": 2}
+//	limits := map[string]int64{"GET /work": 8, "GET /report/{id}": 2}
 //	sem := core.NewRedisKeyed(rdb, "api", 64, core.WithLimits(limits))
 //	e := echo.New()
 //	e.Use(echomw.LimitWithConfig(echomw.Config{
@@ -13,11 +13,17 @@
 //		MaxWait:   200 * time.Millisecond,
 //	}))
 //
-// The key of a request is its route path, c.Path() ("/report/:id"), so
-// every route has its own limit and keys stay bounded; KeyExtractor changes
-// it. For one limit over every route, use admit.Global(sem) with a
-// core.Semaphore. Unlike net/http, Echo knows the route before the
-// middleware runs, so the middleware may be installed with e.Use.
+// The key of a request is its method and route (RouteKey): e.GET("/work")
+// is "GET /work" and e.GET("/report/:id") is "GET /report/{id}", exactly
+// the keys httpmw gives the ServeMux patterns "GET /work" and
+// "GET /report/{id}", so Echo and net/http services sharing one Redis
+// share their limits; GET and POST on one path have a limit each. Keys
+// come from the routes, never from the client's path, so they stay
+// bounded; a request that matches no route (Echo's 404 or 405) takes no
+// permit. KeyExtractor changes the key. For one limit over every route,
+// use admit.Global(sem) with a core.Semaphore. Unlike net/http, Echo knows
+// the route before the middleware runs, so the middleware may be
+// installed with e.Use.
 //
 // A rejected request never reaches the handler. The default handlers
 // return:
@@ -33,8 +39,10 @@
 //   - a KeyExtractor error (ErrorHandler): 403, as Echo's rate limiter
 //     does.
 //
-// The cause is set as the HTTPError's Internal error, for logs; Echo's
-// default error handler never writes it to the client.
+// The returned errors carry no internal cause, so Echo never shows
+// backend details to a client, also with e.Debug set (whose error handler
+// writes err.Error(), Internal included). The cause is kept on the
+// request's context for logs: see Cause.
 //
 // The permit is released when the handler returns, also when it panics
 // (the panic goes on, for Echo's Recover middleware).

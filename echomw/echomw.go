@@ -15,7 +15,7 @@ Limit returns a middleware that runs a route's handler only while the
 request holds a permit of sem for its route, with DefaultConfig.
 
 	e := echo.New()
-	sem := core.NewLocalKeyed(16, core.WithLimits(map[string]int64{"/work": 4}))
+	sem := core.NewLocalKeyed(16, core.WithLimits(map[string]int64{"GET /work": 4}))
 	e.GET("/work", work, echomw.Limit(sem))
 */
 func Limit(sem core.KeyedSemaphore) echo.MiddlewareFunc {
@@ -32,7 +32,7 @@ config is invalid; see Config.ToMiddleware.
 		Semaphore: sem,
 		MaxWait:   200 * time.Millisecond,
 		DenyHandler: func(c echo.Context, key string, err error) error {
-			return echo.ErrServiceUnavailable.WithInternal(err) // 503, not 429
+			return echo.ErrServiceUnavailable // 503, not 429
 		},
 	}))
 */
@@ -45,14 +45,10 @@ func LimitWithConfig(config Config) echo.MiddlewareFunc {
 }
 
 // ToMiddleware converts config to a middleware, or returns an error if
-// Semaphore is nil or MaxWait, MaxWaiting or ReleaseTimeout is negative.
+// Semaphore is nil or a value is out of range (see Config).
 func (config Config) ToMiddleware() (echo.MiddlewareFunc, error) {
-	switch {
-	case config.Semaphore == nil:
+	if config.Semaphore == nil {
 		return nil, errors.New("echomw: Config.Semaphore must be provided")
-	case config.MaxWait < 0 || config.MaxWaiting < 0 || config.ReleaseTimeout < 0:
-		return nil, fmt.Errorf("echomw: negative MaxWait (%v), MaxWaiting (%d) or ReleaseTimeout (%v)",
-			config.MaxWait, config.MaxWaiting, config.ReleaseTimeout)
 	}
 	d := DefaultConfig
 	if config.Skipper == nil {
@@ -61,16 +57,10 @@ func (config Config) ToMiddleware() (echo.MiddlewareFunc, error) {
 	if config.KeyExtractor == nil {
 		config.KeyExtractor = d.KeyExtractor
 	}
-	if config.MaxWaiting == 0 {
-		config.MaxWaiting = d.MaxWaiting
+	retry, err := retryAfter(config.RetryAfter)
+	if err != nil {
+		return nil, fmt.Errorf("echomw: %w", err)
 	}
-	if config.ReleaseTimeout == 0 {
-		config.ReleaseTimeout = d.ReleaseTimeout
-	}
-	if config.RetryAfter == 0 {
-		config.RetryAfter = d.RetryAfter
-	}
-	retry := retryAfter(config.RetryAfter)
 	if config.DenyHandler == nil {
 		config.DenyHandler = deny(retry)
 	}
@@ -78,11 +68,14 @@ func (config Config) ToMiddleware() (echo.MiddlewareFunc, error) {
 		config.ErrorHandler = fail(retry)
 	}
 	opts := []admit.Option{admit.WithMaxWait(config.MaxWait), admit.WithMaxWaiting(config.MaxWaiting),
-		admit.WithReleaseTimeout(config.ReleaseTimeout)}
-	if config.Observer != nil {
-		opts = append(opts, admit.WithObserver(config.Observer))
+		admit.WithReleaseTimeout(config.ReleaseTimeout), admit.WithObserver(config.Observer)}
+	if config.Observer == nil {
+		opts = opts[:3]
 	}
-	ctl := admit.New(config.Semaphore, opts...)
+	ctl, err := newController(config.Semaphore, opts)
+	if err != nil {
+		return nil, fmt.Errorf("echomw: %w", err)
+	}
 
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -93,12 +86,17 @@ func (config Config) ToMiddleware() (echo.MiddlewareFunc, error) {
 				config.BeforeFunc(c)
 			}
 			key, err := config.KeyExtractor(c)
+			if errors.Is(err, ErrUnrouted) {
+				return next(c) // Echo's own 404 or 405: no permit, no key
+			}
 			if err != nil {
+				c.Set(causeKey, err)
 				return config.ErrorHandler(c, err)
 			}
 			ctx := c.Request().Context()
 			t, err := ctl.Acquire(ctx, key)
 			if err != nil {
+				c.Set(causeKey, err)
 				if err.(*admit.Rejection).Reason == admit.NoCapacity {
 					return config.DenyHandler(c, key, err)
 				}
@@ -109,4 +107,15 @@ func (config Config) ToMiddleware() (echo.MiddlewareFunc, error) {
 			return next(c)
 		}
 	}, nil
+}
+
+// newController is admit.New with its panic on a bad option turned into
+// an error.
+func newController(sem core.KeyedSemaphore, opts []admit.Option) (ctl *admit.Controller, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	return admit.New(sem, opts...), nil
 }

@@ -27,7 +27,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // clients.
 func TestEchoServerPerRoute(t *testing.T) {
 	const limit, clients = 2, 8
-	sem := core.NewLocalKeyed(100, core.WithLimits(map[string]int64{"/work/:id": limit}))
+	sem := core.NewLocalKeyed(100, core.WithLimits(map[string]int64{"GET /work/{id}": limit}))
 	entered, open := make(chan struct{}, clients), make(chan struct{})
 	e := echo.New()
 	e.Use(echomw.Limit(sem))
@@ -78,7 +78,7 @@ func TestEchoServerPerRoute(t *testing.T) {
 			t.Errorf("admitted: %+v", r)
 		}
 	}
-	if got := coretest.InUse(t, sem, "/work/:id"); got != 0 {
+	if got := coretest.InUse(t, sem, "GET /work/{id}"); got != 0 {
 		t.Fatalf("in use = %d, want 0", got)
 	}
 }
@@ -86,7 +86,7 @@ func TestEchoServerPerRoute(t *testing.T) {
 // Table tests in the style of Echo's own: every rejection path.
 func TestRejections(t *testing.T) {
 	saturated := core.NewLocalKeyed(1)
-	held, _ := saturated.Acquire(context.Background(), "/r")
+	held, _ := saturated.Acquire(context.Background(), "GET /r")
 	defer held.Release(context.Background())
 	closed := core.NewLocalKeyed(1)
 	closed.Close()
@@ -95,16 +95,16 @@ func TestRejections(t *testing.T) {
 	badKey := errors.New("no tenant")
 
 	for _, tc := range []struct {
-		name     string
-		config   echomw.Config
-		ctx      context.Context
-		code     int
-		retry    string
-		internal error // errors.Is target of HTTPError.Internal
+		name   string
+		config echomw.Config
+		ctx    context.Context
+		code   int
+		retry  string
+		cause  error // errors.Is target of echomw.Cause
 	}{
 		{"no capacity", echomw.Config{Semaphore: saturated}, nil, 429, "1", core.ErrNoPermit},
-		{"no capacity 503", echomw.Config{Semaphore: saturated, RetryAfter: -1,
-			DenyHandler: func(_ echo.Context, _ string, err error) error { return echo.ErrServiceUnavailable.WithInternal(err) }},
+		{"no capacity 503", echomw.Config{Semaphore: saturated, RetryAfter: admit.NoRetryAfter,
+			DenyHandler: func(echo.Context, string, error) error { return echo.ErrServiceUnavailable }},
 			nil, 503, "", core.ErrNoPermit},
 		{"retry-after rounds up", echomw.Config{Semaphore: saturated, RetryAfter: 2500 * time.Millisecond}, nil, 429, "3", core.ErrNoPermit},
 		{"unavailable", echomw.Config{Semaphore: closed}, nil, 503, "1", core.ErrClosed},
@@ -126,16 +126,22 @@ func TestRejections(t *testing.T) {
 				return nil
 			})(c)
 			var he *echo.HTTPError
-			if !errors.As(err, &he) || he.Code != tc.code || !errors.Is(he.Internal, tc.internal) {
-				t.Fatalf("err = %#v, want HTTPError %d with internal %v", err, tc.code, tc.internal)
+			if !errors.As(err, &he) || he.Code != tc.code || he.Internal != nil {
+				t.Fatalf("err = %#v, want HTTPError %d with no internal error", err, tc.code)
+			}
+			if cause := echomw.Cause(c); !errors.Is(cause, tc.cause) {
+				t.Fatalf("Cause = %v, want %v", cause, tc.cause)
 			}
 			if got := rec.Header().Get("Retry-After"); got != tc.retry {
 				t.Fatalf("Retry-After = %q, want %q", got, tc.retry)
 			}
-			// Echo renders it without the internal error.
+			// Echo renders it without the internal error, also in debug
+			// mode, which shows err.Error().
+			e.Debug = true
 			e.HTTPErrorHandler(err, c)
-			if strings.Contains(rec.Body.String(), "core:") || strings.Contains(rec.Body.String(), "admit:") {
-				t.Fatalf("body %q leaks internal error text", rec.Body)
+			if b := rec.Body.String(); strings.Contains(b, "core:") || strings.Contains(b, "admit:") ||
+				strings.Contains(b, "internal") || strings.Contains(b, badKey.Error()) {
+				t.Fatalf("body %q leaks internal error text", b)
 			}
 		})
 	}
@@ -149,7 +155,7 @@ func TestClientGoneWhileWaiting(t *testing.T) {
 			queued <- struct{}{}
 		}
 	})
-	held, _ := sem.Acquire(t.Context(), "/w")
+	held, _ := sem.Acquire(t.Context(), "GET /w")
 	e := echo.New()
 	mw := echomw.LimitWithConfig(echomw.Config{Semaphore: sem, MaxWait: time.Minute, Observer: obs})
 	ctx, cancel := context.WithCancel(t.Context())
@@ -161,7 +167,7 @@ func TestClientGoneWhileWaiting(t *testing.T) {
 		t.Fatalf("err = %v, want 499", err)
 	}
 	held.Release(t.Context())
-	if got := coretest.InUse(t, sem, "/w"); got != 0 {
+	if got := coretest.InUse(t, sem, "GET /w"); got != 0 {
 		t.Fatalf("in use = %d, want 0", got)
 	}
 }
@@ -183,14 +189,14 @@ func TestPanicReleases(t *testing.T) {
 			t.Fatalf("status %d, want 500 from Recover", resp.StatusCode)
 		}
 	}
-	if got := coretest.InUse(t, sem, "/p"); got != 0 {
+	if got := coretest.InUse(t, sem, "GET /p"); got != 0 {
 		t.Fatalf("in use = %d, want 0", got)
 	}
 }
 
 func TestSkipperAndBeforeFunc(t *testing.T) {
 	sem := core.NewLocalKeyed(1)
-	held, _ := sem.Acquire(t.Context(), "/s")
+	held, _ := sem.Acquire(t.Context(), "GET /s")
 	defer held.Release(t.Context())
 	before := false
 	mw := echomw.LimitWithConfig(echomw.Config{
@@ -215,8 +221,11 @@ func TestSkipperAndBeforeFunc(t *testing.T) {
 
 func TestBadConfig(t *testing.T) {
 	for name, cfg := range map[string]echomw.Config{
-		"no semaphore":  {},
-		"negative wait": {Semaphore: core.NewLocalKeyed(1), MaxWait: -1},
+		"no semaphore":     {},
+		"negative wait":    {Semaphore: core.NewLocalKeyed(1), MaxWait: -time.Second},
+		"negative waiting": {Semaphore: core.NewLocalKeyed(1), MaxWaiting: -2},
+		"negative retry":   {Semaphore: core.NewLocalKeyed(1), RetryAfter: -time.Second},
+		"negative release": {Semaphore: core.NewLocalKeyed(1), ReleaseTimeout: -time.Second},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := cfg.ToMiddleware(); err == nil {

@@ -14,11 +14,11 @@ import (
 )
 
 func ExampleLimit() {
-	sem := core.NewLocalKeyed(100, core.WithLimits(map[string]int64{"/work": 1}))
+	sem := core.NewLocalKeyed(100, core.WithLimits(map[string]int64{"GET /work": 1}))
 	e := echo.New()
 	e.GET("/work", func(c echo.Context) error { return c.String(http.StatusOK, "done") }, echomw.Limit(sem))
 
-	p, _ := sem.Acquire(context.Background(), "/work") // the only permit is taken
+	p, _ := sem.Acquire(context.Background(), "GET /work") // the only permit is taken
 	rec := httptest.NewRecorder()
 	e.ServeHTTP(rec, httptest.NewRequest("GET", "/work", nil))
 	fmt.Println(rec.Code, rec.Header().Get("Retry-After"), rec.Body.String())
@@ -41,12 +41,12 @@ func ExampleLimitWithConfig() {
 		MaxWait:    10 * time.Millisecond,
 		RetryAfter: 5 * time.Second,
 		DenyHandler: func(c echo.Context, key string, err error) error {
-			return echo.ErrServiceUnavailable.WithInternal(err) // 503, not 429
+			return echo.ErrServiceUnavailable // 503, not 429; never put err in it
 		},
 	}))
 	e.GET("/users/:id", func(c echo.Context) error { return c.NoContent(http.StatusNoContent) })
 
-	p, _ := sem.Acquire(context.Background(), "/users/:id") // keyed by route, not path
+	p, _ := sem.Acquire(context.Background(), "GET /users/{id}") // keyed by route, not path
 	rec := httptest.NewRecorder()
 	e.ServeHTTP(rec, httptest.NewRequest("GET", "/users/42", nil))
 	fmt.Println(rec.Code)

@@ -9,6 +9,7 @@ import (
 	ngsqlmw "github.com/ngrok/sqlmw"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/admit"
 )
 
 // interceptor takes one permit per query. Queries carry their permit in the
@@ -19,6 +20,8 @@ type interceptor struct {
 	ngsqlmw.NullInterceptor
 	sem core.Semaphore
 	cfg config
+	// ctl and kctl take the permits of sem and of cfg.keyed (nil if none).
+	ctl, kctl *admit.Controller
 
 	// PerTransaction mode only: the driver connections with an open
 	// transaction, and the connection each prepared statement belongs to.
@@ -38,6 +41,12 @@ func newInterceptor(sem core.Semaphore, opts []Option) *interceptor {
 		sem = nil
 	}
 	i := &interceptor{sem: sem, cfg: cfg}
+	if sem != nil {
+		i.ctl = admit.New(admit.Global(sem), cfg.admitOptions()...)
+	}
+	if cfg.keyed != nil {
+		i.kctl = admit.New(cfg.keyed, cfg.admitOptions()...)
+	}
 	if cfg.txMode == PerTransaction {
 		i.inTx = make(map[any]struct{})
 		i.stmts = make(map[any]any)
@@ -69,23 +78,15 @@ func (i *interceptor) acquire(ctx context.Context, query string) (*core.Permit, 
 	if key == "" && i.sem == nil {
 		return nil, nil
 	}
-	actx := ctx
-	if i.cfg.maxWait > 0 {
-		var cancel context.CancelFunc
-		actx, cancel = context.WithTimeout(ctx, i.cfg.maxWait)
-		defer cancel()
-	}
-	var p *core.Permit
-	var err error
+	ctl := i.ctl
 	if key != "" {
-		p, err = i.cfg.keyed.Acquire(actx, key)
-	} else {
-		p, err = i.sem.Acquire(actx)
+		ctl = i.kctl
 	}
+	t, err := ctl.Acquire(ctx, key)
 	if err != nil {
 		return nil, newError(err)
 	}
-	return p, nil
+	return t.Permit(), nil
 }
 
 // release gives p back with a context that outlives the query's. Its error

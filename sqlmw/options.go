@@ -2,9 +2,11 @@ package sqlmw
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/admit"
 )
 
 // Option configures a throttled driver (Register, Open, OpenDB, WrapDriver).
@@ -14,20 +16,36 @@ type config struct {
 	keyed          core.KeyedSemaphore
 	classify       func(ctx context.Context, query string) string
 	maxWait        time.Duration
+	maxWaiting     int
 	txMode         TxMode
 	releaseTimeout time.Duration
 }
 
 func defaultConfig() config {
-	return config{txMode: PerStatement, releaseTimeout: 5 * time.Second}
+	return config{txMode: PerStatement, maxWait: admit.WaitForever, maxWaiting: math.MaxInt}
 }
 
+// buildConfig applies opts and the defaults of zero values. It panics if
+// a value is out of range.
 func buildConfig(opts []Option) config {
 	c := defaultConfig()
 	for _, o := range opts {
 		o(&c)
 	}
+	if c.maxWaiting == 0 {
+		c.maxWaiting = math.MaxInt
+	}
+	if c.releaseTimeout == 0 {
+		c.releaseTimeout = admit.DefaultReleaseTimeout
+	}
 	return c
+}
+
+// admitOptions are the options of the admit.Controller that takes the
+// permits: the same vocabulary as httpmw, grpcmw and echomw.
+func (c *config) admitOptions() []admit.Option {
+	return []admit.Option{admit.WithMaxWait(c.maxWait), admit.WithMaxWaiting(c.maxWaiting),
+		admit.WithReleaseTimeout(c.releaseTimeout)}
 }
 
 // TxMode says how transactions are throttled.
@@ -69,11 +87,21 @@ func WithKeyed(k core.KeyedSemaphore, classify func(ctx context.Context, query s
 	return func(c *config) { c.keyed, c.classify = k, classify }
 }
 
-// WithMaxWait bounds how long a query waits for its permit. When the wait
-// runs out the query fails with an error matching core.ErrNoPermit, without
-// reaching the database. The default is 0: wait as long as the query's
-// context allows.
+// WithMaxWait bounds how long a query waits for its permit, in the
+// vocabulary of every distsem adapter (see package admit): d > 0 waits up
+// to d, 0 never waits, admit.WaitForever waits as long as the query's
+// context allows. A query that gets no permit in time fails with an error
+// matching core.ErrNoPermit, without reaching the database. The default
+// is admit.WaitForever.
 func WithMaxWait(d time.Duration) Option { return func(c *config) { c.maxWait = d } }
+
+// WithMaxWaiting bounds how many queries of one key (or of the unkeyed
+// semaphore) may wait for a permit at once in this process; past it a
+// query fails at once with an error matching core.ErrNoPermit.
+// admit.NoWaiting lets none wait. The default (0) is no bound: a waiting
+// query holds a pool connection, so database/sql's SetMaxOpenConns
+// already bounds them.
+func WithMaxWaiting(n int) Option { return func(c *config) { c.maxWaiting = n } }
 
 // WithTxMode sets how transactions are throttled. The default is
 // PerStatement.
@@ -84,5 +112,6 @@ func WithTxMode(m TxMode) Option { return func(c *config) { c.txMode = m } }
 // cancelled by then) plus this timeout. A release that fails is not
 // reported to the caller, whose query has already succeeded: the backend
 // reclaims the permit when its lease ends, and core.WithOnError sees the
-// error. The default is 5s.
+// error. 0 means admit.DefaultReleaseTimeout (2s), the default, as in
+// every distsem adapter.
 func WithReleaseTimeout(d time.Duration) Option { return func(c *config) { c.releaseTimeout = d } }

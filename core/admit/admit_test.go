@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -365,5 +366,14 @@ func TestStrings(t *testing.T) {
 		if c.got != c.want {
 			t.Errorf("got %q, want %q", c.got, c.want)
 		}
+	}
+}
+
+// A client-chosen key cannot make a log line long.
+func TestRejectionErrorBoundsKey(t *testing.T) {
+	long := strings.Repeat("k", 1<<20)
+	msg := (&admit.Rejection{Reason: admit.NoCapacity, Key: long, Err: core.ErrNoPermit}).Error()
+	if len(msg) > 200 {
+		t.Fatalf("Error() is %d bytes for a 1 MiB key", len(msg))
 	}
 }

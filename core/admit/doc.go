@@ -38,16 +38,18 @@
 //
 // httpmw, grpcmw, echomw and sqlmw take the same four settings, as With…
 // options (echomw: Config fields of the same names), and each value means
-// the same in all four. A zero value always means "not set", so a zero
-// echomw.Config field and an omitted option agree; the named constants
-// express "none" and "forever".
+// the same in all four. A zero value means "not set" (the default) for
+// every setting but MaxWait, whose 0 is "never wait", itself the default
+// of the request adapters; so a zero echomw.Config field and an omitted
+// option agree, and the named constants express "none" and "forever".
 //
 //	setting         value                meaning
 //	MaxWait         d > 0                wait up to d for a permit (the request's own deadline wins)
 //	                0                    never wait: reject at once when no permit is free
+//	                                     (the default, except in sqlmw)
 //	                WaitForever          wait as long as the request's context allows
 //	MaxWaiting      n > 0                at most n requests of one key wait in this process
-//	                0                    DefaultMaxWaiting (128)
+//	                0                    not set: DefaultMaxWaiting (128); sqlmw: no bound
 //	                NoWaiting            nobody waits: reject at once, whatever MaxWait says
 //	ReleaseTimeout  d > 0                bound on the release round trip
 //	                0                    DefaultReleaseTimeout (2s)
@@ -57,12 +59,13 @@
 //	                NoRetryAfter         no hint
 //
 // Other negative values are rejected when the middleware is built (a panic,
-// or echomw's Config.ToMiddleware error). The defaults differ in one place
-// only: MaxWait is 0 in the request adapters (fail fast, let the client
-// retry) and WaitForever in sqlmw (a query waits its turn, bounded by its
-// context). sqlmw has no RetryAfter: a query has no client to hint. The
-// table test in this package's adapters_test.go runs all four adapters
-// through the same cases.
+// or echomw's Config.ToMiddleware error). The defaults differ in sqlmw
+// only, where a query waits its turn: its MaxWait defaults to WaitForever
+// (the request adapters: 0, fail fast and let the client retry) and its
+// MaxWaiting to no bound (a waiting query holds a pool connection, so
+// SetMaxOpenConns bounds them). sqlmw has no RetryAfter: a query has no
+// client to hint. The table test in this package's adapters_test.go runs
+// all four adapters through the same cases.
 //
 // # Outcomes
 //

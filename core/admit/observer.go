@@ -43,9 +43,17 @@ type Rejection struct {
 	Err    error
 }
 
+// Error names the reason, the key (cut to 64 bytes: keys may come from
+// clients and end up in log lines) and the cause.
 func (r *Rejection) Error() string {
-	return fmt.Sprintf("admit: %s for key %q: %v", r.Reason, r.Key, r.Err)
+	key := r.Key
+	if len(key) > maxLoggedKey {
+		key = key[:maxLoggedKey] + "…"
+	}
+	return fmt.Sprintf("admit: %s for key %q: %v", r.Reason, key, r.Err)
 }
+
+const maxLoggedKey = 64
 
 // Unwrap returns the cause, so errors.Is(err, core.ErrNoPermit),
 // core.ErrUnavailable and context.Canceled work through a Rejection.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
@@ -33,9 +34,9 @@ func TestGatewayRoutes(t *testing.T) {
 			g := newGateway(cfg, rdb)
 			defer g.sem.Close()
 			h := g.httpHandler()
-			key := "GET /work"
+			const key = "GET /work" // the same key for both
 			if mode == "echo" {
-				h, key = g.echoHandler(), "/work"
+				h = g.echoHandler()
 			}
 			srv := httptest.NewServer(h)
 			defer srv.Close()
@@ -44,7 +45,7 @@ func TestGatewayRoutes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for path, want := range map[string]int{"/work?ms=1": 429, "/report?ms=1": 200, "/stats": 200} {
+			for path, want := range map[string]int{"/work?ms=1": 429, "/report?ms=1": 200} {
 				resp, err := srv.Client().Get(srv.URL + path)
 				if err != nil {
 					t.Fatal(err)
@@ -53,6 +54,11 @@ func TestGatewayRoutes(t *testing.T) {
 				if resp.StatusCode != want {
 					t.Errorf("GET %s = %d, want %d", path, resp.StatusCode, want)
 				}
+			}
+			// The fleet-wide state of the route, read from Redis.
+			fleet := metrics(t, srv.URL)
+			if want := `distsem_sem_fleet_in_use{key="GET /work"} 1`; !strings.Contains(fleet, want) {
+				t.Errorf("metrics lack %s", want)
 			}
 			p.Release(context.Background())
 			resp, err := srv.Client().Get(srv.URL + "/work?ms=1")
@@ -63,16 +69,29 @@ func TestGatewayRoutes(t *testing.T) {
 			if resp.StatusCode != 200 {
 				t.Fatalf("GET /work after release = %d", resp.StatusCode)
 			}
-			resp, err = srv.Client().Get(srv.URL + "/metrics")
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			want := `distsem_admit_rejections_total{key="` + key + `",reason="no_capacity"} 1`
-			if !strings.Contains(string(body), want) {
-				t.Fatalf("metrics lack %s", want)
+			body := metrics(t, srv.URL)
+			for _, want := range []string{
+				`distsem_admit_rejections_total{key="` + key + `",reason="no_capacity"} 1`,
+				`distsem_sem_fleet_limit{key="GET /work"} 1`,
+				`distsem_sem_fleet_in_use{key="GET /work"} 0`,
+				`distsem_sem_in_use{key="GET /work"} 0`,
+			} {
+				if !strings.Contains(body, want) {
+					t.Errorf("metrics lack %s", want)
+				}
 			}
 		})
 	}
+}
+
+// metrics returns the gateway's /metrics page.
+func metrics(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log"
@@ -33,15 +32,12 @@ func (g *gateway) httpHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /work", limit(work))
 	mux.Handle("GET /report", limit(work))
-	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, r *http.Request) {
-		g.writeStats(w, r.Context(), "GET /work", "GET /report")
-	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(g.reg, promhttp.HandlerOpts{}))
 	return mux
 }
 
-// echoHandler serves the same routes on Echo; echomw keys requests by their
-// route path ("/work").
+// echoHandler serves the same routes on Echo; echomw keys requests by
+// method and route ("GET /work"), as httpmw does, so both share limits.
 func (g *gateway) echoHandler() http.Handler {
 	e := echo.New()
 	e.HideBanner = true
@@ -58,28 +54,8 @@ func (g *gateway) echoHandler() http.Handler {
 	}
 	e.GET("/work", work, limit)
 	e.GET("/report", work, limit)
-	e.GET("/stats", func(c echo.Context) error {
-		g.writeStats(c.Response(), c.Request().Context(), "/work", "/report")
-		return nil
-	})
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(g.reg, promhttp.HandlerOpts{})))
 	return e
-}
-
-// writeStats writes the fleet-wide state of the keys as JSON.
-func (g *gateway) writeStats(w http.ResponseWriter, ctx context.Context, keys ...string) {
-	out := map[string]any{}
-	for _, k := range keys {
-		st, err := g.sem.Stats(ctx, k)
-		if err != nil {
-			http.Error(w, "stats unavailable", http.StatusServiceUnavailable)
-			log.Printf("stats %s: %v", k, err)
-			return
-		}
-		out[k] = st
-	}
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(out)
 }
 
 // serveHTTP serves h on -addr until ctx ends.

@@ -11,8 +11,9 @@
 //
 //	GET /work?ms=D     holds its permit D ms, then 200   (limit: -limit)
 //	GET /report?ms=D   the same                          (limit: -report-limit)
-//	GET /stats         permits in use and waiting, fleet-wide (not limited)
-//	GET /metrics       Prometheus metrics of this process (not limited)
+//	GET /metrics       Prometheus metrics (not limited): this process's
+//	                   admissions and permits, and each route's limit,
+//	                   permits in use and waiters fleet-wide
 //
 // The gRPC service is gateway.Work with one method, Do, whose request is a
 // google.protobuf.Int64Value (milliseconds to hold) and whose limit is
@@ -38,6 +39,7 @@ import (
 
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/admit/promadmit"
+	"github.com/distsem/distsem/core/promsem"
 	"github.com/distsem/distsem/examples/internal/cli"
 )
 
@@ -119,21 +121,21 @@ func openRedis(url string) (*redis.Client, func(), error) {
 func newGateway(cfg config, rdb redis.UniversalClient) *gateway {
 	// The override table: its keys are also the only metric label values.
 	limits := map[string]int64{
-		"GET /work":   cfg.limit,
+		"GET /work":   cfg.limit, // net/http patterns and Echo routes alike
 		"GET /report": cfg.reportLimit,
-		"/work":       cfg.limit, // echo route paths
-		"/report":     cfg.reportLimit,
 		grpcMethod:    cfg.limit,
 	}
-	sem := core.NewRedisKeyed(rdb, cfg.name, cfg.defLimit, core.WithLimits(limits),
-		core.WithOnError(func(err error) { log.Printf("redis: %v", err) }))
 	keys := make([]string, 0, len(limits))
 	for k := range limits {
 		keys = append(keys, k)
 	}
+	semCol := promsem.New(promsem.WithKeys(keys...))
+	sem := core.NewRedisKeyed(rdb, cfg.name, cfg.defLimit, core.WithLimits(limits),
+		core.WithObserver(semCol),
+		core.WithOnError(func(err error) { log.Printf("redis: %v", err) }))
 	col := promadmit.New(promadmit.WithKeys(keys...))
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(col)
+	reg.MustRegister(col, semCol, promsem.NewStatsCollector(sem, promsem.WithKeys(keys...)))
 	return &gateway{cfg: cfg, sem: sem, col: col, reg: reg}
 }
 

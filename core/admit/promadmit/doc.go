@@ -13,8 +13,8 @@
 //
 // Label sets stay bounded whatever the keys: only the keys named with
 // WithKeys (typically those of the core.WithLimits overrides table) get a
-// label value of their own; every other key is counted under "other". All
-// series exist from the start, at zero.
+// label value of their own, cut to MaxLabelLen bytes; every other key is
+// counted under "other". All series exist from the start, at zero.
 //
 //	col := promadmit.New(promadmit.WithKeys("GET /work", "GET /report"))
 //	prometheus.MustRegister(col)

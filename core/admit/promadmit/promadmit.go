@@ -1,6 +1,8 @@
 package promadmit
 
 import (
+	"unicode/utf8"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/distsem/distsem/core/admit"
@@ -62,16 +64,38 @@ func New(opts ...Option) *Collector {
 			Name: "lost_leases_total", Help: "Permits whose lease was lost while the request ran."}, []string{"key"}),
 		series: make(map[string]*series, len(o.keys)),
 	}
-	for _, k := range o.keys {
-		if k == o.other {
-			panic("promadmit: key " + k + " is also the WithOtherLabel value")
+	byLabel := map[string]*series{}
+	get := func(l string) *series {
+		if byLabel[l] == nil {
+			byLabel[l] = c.newSeries(l)
 		}
-		if c.series[k] == nil {
-			c.series[k] = c.newSeries(k)
-		}
+		return byLabel[l]
 	}
-	c.other = c.newSeries(o.other)
+	other := label(o.other)
+	for _, k := range o.keys {
+		if label(k) == other {
+			panic("promadmit: key " + k + " has the WithOtherLabel value as its label")
+		}
+		c.series[k] = get(label(k))
+	}
+	c.other = get(other)
 	return c
+}
+
+// MaxLabelLen is the longest key label value, in bytes; longer named keys
+// are cut (at a character boundary).
+const MaxLabelLen = 128
+
+// label cuts k to MaxLabelLen bytes at a character boundary.
+func label(k string) string {
+	if len(k) <= MaxLabelLen {
+		return k
+	}
+	k = k[:MaxLabelLen]
+	for len(k) > 0 && !utf8.ValidString(k) {
+		k = k[:len(k)-1]
+	}
+	return k
 }
 
 func (c *Collector) newSeries(label string) *series {

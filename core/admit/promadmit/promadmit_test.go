@@ -184,3 +184,33 @@ func TestNewPanicsOnClash(t *testing.T) {
 	}()
 	promadmit.New(promadmit.WithKeys("other"))
 }
+
+// Named keys longer than MaxLabelLen are cut; unnamed keys never become
+// labels, however long.
+func TestLabelsBoundedInLength(t *testing.T) {
+	long := strings.Repeat("é", 300) // 600 bytes
+	col := promadmit.New(promadmit.WithKeys(long))
+	ctl := admit.New(core.NewLocalKeyed(5), admit.WithObserver(col))
+	t1, _ := ctl.Acquire(t.Context(), long)
+	t2, _ := ctl.Acquire(t.Context(), strings.Repeat("x", 1<<20))
+	defer t1.Release(t.Context())
+	defer t2.Release(t.Context())
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(col)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if len(l.GetValue()) > promadmit.MaxLabelLen {
+					t.Fatalf("%s has a %d-byte label value", mf.GetName(), len(l.GetValue()))
+				}
+			}
+		}
+	}
+	if n := testutil.CollectAndCount(col, "distsem_admit_in_flight"); n != 2 {
+		t.Fatalf("%d in_flight series, want 2 (the cut key and other)", n)
+	}
+}
