@@ -134,16 +134,22 @@ func TestFaultQueuedWaiterGetsPolicy(t *testing.T) {
 	holder := core.NewRedis(realClient(t), "outage", 1, core.WithKeyPrefix(prefix))
 	defer holder.Close()
 	const ttl = time.Second
+	queued := make(chan struct{}, 1)
+	obs := core.ObserverFunc(func(e core.Event) {
+		if e.Kind == core.EventWait {
+			queued <- struct{}{}
+		}
+	})
 	s := core.NewRedis(p.client(t, nil), "outage", 1, core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(ttl),
 		core.WithFailurePolicy(core.FailOpen), core.WithOperationTimeout(200*time.Millisecond),
-		core.WithOutageGrace(200*time.Millisecond))
+		core.WithOutageGrace(200*time.Millisecond), core.WithObserver(obs))
 	defer s.Close()
 	ctx := context.Background()
 	hp := acquire(t, holder, core.WithLeaseTTL(time.Minute))
 	defer hp.Release(ctx)
 	res := make(chan *core.Permit, 1)
 	go func() { pm, _ := s.Acquire(ctx); res <- pm }()
-	waitQueued(t, holder, 1)
+	<-queued // the waiter has its reply: it is queued
 	p.blackhole()
 	defer p.heal()
 	// Noticed by the next heartbeat (TTL/3), failed after the operation
@@ -291,7 +297,14 @@ func TestFaultCloseLeavesQueue(t *testing.T) {
 func TestFaultLostReplyResyncs(t *testing.T) {
 	p := newFaultProxy(t, coretest.RedisAddr(t))
 	prefix := uniquePrefix(t)
-	s := core.NewRedis(p.client(t, nil), "resync", 1, core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(30*time.Second))
+	queued := make(chan struct{}, 1)
+	obs := core.ObserverFunc(func(e core.Event) {
+		if e.Kind == core.EventWait {
+			queued <- struct{}{}
+		}
+	})
+	s := core.NewRedis(p.client(t, nil), "resync", 1, core.WithKeyPrefix(prefix),
+		core.WithDefaultLeaseTTL(30*time.Second), core.WithObserver(obs))
 	defer s.Close()
 	other := core.NewRedis(realClient(t), "resync", 1, core.WithKeyPrefix(prefix))
 	defer other.Close()
@@ -305,7 +318,7 @@ func TestFaultLostReplyResyncs(t *testing.T) {
 		}
 		res <- err
 	}()
-	waitQueued(t, other, 1)
+	<-queued // the waiter has its reply: it is queued
 	p.hold(down)
 	rel := make(chan error, 1)
 	go func() { rel <- hp.Release(ctx) }()
