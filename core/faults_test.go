@@ -265,25 +265,30 @@ func TestFaultLateAcquireRefused(t *testing.T) {
 }
 
 // Defect 11: Close takes its queued waiters out of the Redis queue before
-// it returns, so closing the client right after leaves nothing queued.
+// it returns, so closing the client right after leaves nothing queued. The
+// proxy delays every command by 1s, so a leave sent after Close returned
+// would still be on its way.
 func TestFaultCloseLeavesQueue(t *testing.T) {
+	p := newFaultProxy(t, coretest.RedisAddr(t))
 	prefix := uniquePrefix(t)
 	other := core.NewRedis(realClient(t), "closeq", 1, core.WithKeyPrefix(prefix))
 	defer other.Close()
-	c := redis.NewClient(&redis.Options{Addr: coretest.RedisAddr(t)})
-	s := core.NewRedis(c, "closeq", 1, core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(30*time.Second))
+	c := redis.NewClient(&redis.Options{Addr: p.addr()})
+	s := core.NewRedis(c, "closeq", 1, core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(30*time.Second),
+		core.WithOperationTimeout(10*time.Second))
 	ctx := context.Background()
 	hp := acquire(t, other)
 	errc := make(chan error, 1)
 	go func() { _, err := s.Acquire(ctx); errc <- err }()
 	waitQueued(t, other, 1)
+	p.setDelay(up, time.Second)
 	ok(t, s.Close())
+	if st := stats(t, other); st.Waiting != 0 {
+		t.Fatalf("right after Close: %+v, want nobody queued", st)
+	}
 	ok(t, c.Close())
 	if err := <-errc; !errors.Is(err, core.ErrClosed) {
 		t.Fatalf("err = %v, want ErrClosed", err)
-	}
-	if st := stats(t, other); st.Waiting != 0 {
-		t.Fatalf("after Close: %+v, want nobody queued", st)
 	}
 	ok(t, hp.Release(ctx))
 	op, err := other.TryAcquire(ctx)
