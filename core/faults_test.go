@@ -240,3 +240,39 @@ func TestFaultCancelWithContextTimeoutClient(t *testing.T) {
 		return nil
 	})
 }
+
+// Issue 9 item 5: a grant delivered by the heartbeat's catch-up (its
+// notification was lost) carries the real grant time, not the heartbeat's.
+// Without a failover the token is the server time of the grant in µs.
+func TestFaultCatchUpGrantTime(t *testing.T) {
+	p := newFaultProxy(t, coretest.RedisAddr(t))
+	prefix := uniquePrefix(t)
+	queued := make(chan struct{}, 1)
+	obs := core.ObserverFunc(func(e core.Event) {
+		if e.Kind == core.EventWait {
+			queued <- struct{}{}
+		}
+	})
+	s := core.NewRedis(p.client(t, nil), "catchup", 1, core.WithKeyPrefix(prefix),
+		core.WithDefaultLeaseTTL(600*time.Millisecond), core.WithObserver(obs))
+	defer s.Close()
+	other := core.NewRedis(realClient(t), "catchup", 1, core.WithKeyPrefix(prefix))
+	defer other.Close()
+	ctx := context.Background()
+	hp := acquire(t, other)
+	res := make(chan *core.Permit, 1)
+	go func() { pm, _ := s.Acquire(ctx); res <- pm }()
+	<-queued
+	deliver := p.holdPubsub() // the grant's message is held: a heartbeat catches up
+	defer deliver()
+	ok(t, hp.Release(ctx))
+	pm := <-res
+	deliver()
+	if pm == nil {
+		t.Fatal("no permit")
+	}
+	defer pm.Release(ctx)
+	if got, want := pm.GrantedAt().UnixMicro(), pm.Token(); got != want {
+		t.Fatalf("GrantedAt %d µs, want the grant's time %d (%v off)", got, want, time.Duration(got-want)*time.Microsecond)
+	}
+}
