@@ -276,3 +276,26 @@ func TestFaultCatchUpGrantTime(t *testing.T) {
 		t.Fatalf("GrantedAt %d µs, want the grant's time %d (%v off)", got, want, time.Duration(got-want)*time.Microsecond)
 	}
 }
+
+// Defect 5: callers whose deadline ends their calls first (here 300ms,
+// against an operation timeout of 1s) still open the breaker.
+func TestFaultBreakerOpensOnCallerDeadlines(t *testing.T) {
+	p := newFaultProxy(t, coretest.RedisAddr(t))
+	s := core.NewRedis(p.client(t, nil), "dl", 1, core.WithKeyPrefix(uniquePrefix(t)),
+		core.WithFailurePolicy(core.FailOpen))
+	defer s.Close()
+	ctx := context.Background()
+	ok(t, tryAcquire(t, s).Release(ctx))
+	p.blackhole()
+	defer p.heal()
+	for range 3 {
+		dctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		_, _ = s.TryAcquire(dctx) // a deadline error
+		cancel()
+	}
+	dctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if pm, err := s.TryAcquire(dctx); err != nil || pm.Token() != 0 {
+		t.Fatalf("after three silent calls: %v, %v; want a fail-open permit at once", pm, err)
+	}
+}
