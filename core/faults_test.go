@@ -134,16 +134,22 @@ func TestFaultQueuedWaiterGetsPolicy(t *testing.T) {
 	holder := core.NewRedis(realClient(t), "outage", 1, core.WithKeyPrefix(prefix))
 	defer holder.Close()
 	const ttl = time.Second
+	queued := make(chan struct{}, 1)
+	obs := core.ObserverFunc(func(e core.Event) {
+		if e.Kind == core.EventWait {
+			queued <- struct{}{}
+		}
+	})
 	s := core.NewRedis(p.client(t, nil), "outage", 1, core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(ttl),
 		core.WithFailurePolicy(core.FailOpen), core.WithOperationTimeout(200*time.Millisecond),
-		core.WithOutageGrace(200*time.Millisecond))
+		core.WithOutageGrace(200*time.Millisecond), core.WithObserver(obs))
 	defer s.Close()
 	ctx := context.Background()
 	hp := acquire(t, holder, core.WithLeaseTTL(time.Minute))
 	defer hp.Release(ctx)
 	res := make(chan *core.Permit, 1)
 	go func() { pm, _ := s.Acquire(ctx); res <- pm }()
-	waitQueued(t, holder, 1)
+	<-queued // the waiter has its reply: it is queued
 	p.blackhole()
 	defer p.heal()
 	// Noticed by the next heartbeat (TTL/3), failed after the operation
@@ -212,234 +218,6 @@ func TestFaultFailLocalTokenZero(t *testing.T) {
 	}
 }
 
-// Defect 9: with a pinned limit, a holder set that expired while idle must
-// not leave its permits counted for good.
-func TestFaultPinnedLimitNoStrandedCount(t *testing.T) {
-	c, m := miniClient(t)
-	ctx := context.Background()
-	s := core.NewRedis(c, "pin", 1)
-	ok(t, s.SetLimit(ctx, 1))
-	_ = acquire(t, s, core.WithLeaseTTL(200*time.Millisecond))
-	ok(t, s.Close()) // as a crash: no release
-	later := time.Now().Add(62 * time.Second)
-	m.SetTime(later)
-	m.FastForward(62 * time.Second)
-	s2 := core.NewRedis(c, "pin", 1)
-	defer s2.Close()
-	wantStats(t, s2, 0, 0)
-	pm, err := s2.TryAcquire(ctx)
-	ok(t, err)
-	ok(t, pm.Release(ctx))
-}
-
-// Defect 10: the clean-up of a timed-out TryAcquire may reach Redis before
-// the acquire itself; the late acquire must then be refused.
-func TestFaultLateAcquireRefused(t *testing.T) {
-	p := newFaultProxy(t, coretest.RedisAddr(t))
-	prefix := uniquePrefix(t)
-	s := core.NewRedis(p.client(t, nil), "late", 1, core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(30*time.Second))
-	defer s.Close()
-	other := core.NewRedis(realClient(t), "late", 1, core.WithKeyPrefix(prefix))
-	defer other.Close()
-	ctx := context.Background()
-	pm := acquire(t, s) // connection and clock estimate made
-	ok(t, pm.Release(ctx))
-	p.setDelay(up, 300*time.Millisecond) // the acquire's bytes arrive late
-	dctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-	defer cancel()
-	if _, err := s.TryAcquire(dctx); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("err = %v, want a deadline error", err)
-	}
-	p.setDelay(up, 0)
-	// Whatever order the acquire and its clean-up ran in, nothing is held.
-	wantStats(t, other, 0, 0)
-	op, err := other.TryAcquire(ctx)
-	ok(t, err)
-	ok(t, op.Release(ctx))
-}
-
-// Defect 11: Close takes its queued waiters out of the Redis queue before
-// it returns, so closing the client right after leaves nothing queued.
-func TestFaultCloseLeavesQueue(t *testing.T) {
-	prefix := uniquePrefix(t)
-	other := core.NewRedis(realClient(t), "closeq", 1, core.WithKeyPrefix(prefix))
-	defer other.Close()
-	c := redis.NewClient(&redis.Options{Addr: coretest.RedisAddr(t)})
-	s := core.NewRedis(c, "closeq", 1, core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(30*time.Second))
-	ctx := context.Background()
-	hp := acquire(t, other)
-	errc := make(chan error, 1)
-	go func() { _, err := s.Acquire(ctx); errc <- err }()
-	waitQueued(t, other, 1)
-	ok(t, s.Close())
-	ok(t, c.Close())
-	if err := <-errc; !errors.Is(err, core.ErrClosed) {
-		t.Fatalf("err = %v, want ErrClosed", err)
-	}
-	if st := stats(t, other); st.Waiting != 0 {
-		t.Fatalf("after Close: %+v, want nobody queued", st)
-	}
-	ok(t, hp.Release(ctx))
-	op, err := other.TryAcquire(ctx)
-	ok(t, err)
-	ok(t, op.Release(ctx))
-}
-
-// Defect 12: a release whose reply was lost after it took effect (and
-// handed the permit to this process's own waiter) wakes the waiter at once,
-// not at the next heartbeat (TTL/3), and reports success.
-func TestFaultLostReplyResyncs(t *testing.T) {
-	p := newFaultProxy(t, coretest.RedisAddr(t))
-	prefix := uniquePrefix(t)
-	s := core.NewRedis(p.client(t, nil), "resync", 1, core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(30*time.Second))
-	defer s.Close()
-	other := core.NewRedis(realClient(t), "resync", 1, core.WithKeyPrefix(prefix))
-	defer other.Close()
-	ctx := context.Background()
-	hp := acquire(t, s)
-	res := make(chan error, 1)
-	go func() {
-		pm, err := s.Acquire(ctx)
-		if err == nil {
-			err = pm.Release(ctx)
-		}
-		res <- err
-	}()
-	waitQueued(t, other, 1)
-	p.hold(down)
-	rel := make(chan error, 1)
-	go func() { rel <- hp.Release(ctx) }()
-	wantStats(t, other, 1, 0) // released and handed on; the reply is held
-	p.reset()                 // and lost
-	p.heal()
-	if err := <-rel; err != nil {
-		t.Errorf("Release that took effect: %v, want nil", err)
-	}
-	within(t, 5*time.Second, "waiter woken after a lost reply (heartbeat every 10s)", func() error { return <-res })
-	wantStats(t, other, 0, 0)
-}
-
-// Defect 14: no permit after Close.
-func TestFaultNoPermitAfterClose(t *testing.T) {
-	c := realClient(t)
-	s := core.NewRedis(c, "closed", 1, core.WithKeyPrefix(uniquePrefix(t)))
-	ok(t, s.Close())
-	if pm, err := s.TryAcquire(context.Background()); !errors.Is(err, core.ErrClosed) {
-		t.Fatalf("TryAcquire after Close: %v, %v; want ErrClosed", pm, err)
-	}
-	if pm, err := s.Acquire(context.Background()); !errors.Is(err, core.ErrClosed) {
-		t.Fatalf("Acquire after Close: %v, %v; want ErrClosed", pm, err)
-	}
-}
-
-// Defect 14: a grant that races Close is never returned.
-func TestFaultGrantRacingClose(t *testing.T) {
-	c := realClient(t)
-	prefix := uniquePrefix(t)
-	other := core.NewRedis(c, "race", 1, core.WithKeyPrefix(prefix))
-	defer other.Close()
-	ctx := context.Background()
-	for range 30 {
-		s := core.NewRedis(c, "race", 1, core.WithKeyPrefix(prefix))
-		hp := acquire(t, s)
-		res := make(chan *core.Permit, 1)
-		go func() { pm, _ := s.Acquire(ctx); res <- pm }()
-		waitQueued(t, other, 1)
-		go func() { _ = hp.Release(ctx) }()
-		ok(t, s.Close())
-		if pm := <-res; pm != nil {
-			t.Fatal("Acquire returned a permit after Close")
-		}
-		wantStats(t, other, 0, 0)
-	}
-}
-
-// Defect 13: lowering the limit fails at once every queued request heavier
-// than it, not only the head.
-func TestFaultLowerLimitFailsHeavyWaiters(t *testing.T) {
-	forEach(t, func(t *testing.T, b backend) {
-		ctx := context.Background()
-		s := b.new(t, 4)
-		hp := acquire(t, s, core.WithWeight(4))
-		light := make(chan error, 1)
-		heavy := make(chan error, 1)
-		go func() {
-			pm, err := s.Acquire(ctx)
-			if err == nil {
-				err = pm.Release(ctx)
-			}
-			light <- err
-		}()
-		waitQueued(t, s, 1)
-		go func() { _, err := s.Acquire(ctx, core.WithWeight(4)); heavy <- err }()
-		waitQueued(t, s, 2)
-		ok(t, s.SetLimit(ctx, 2))
-		within(t, 5*time.Second, "heavy waiter behind the head fails", func() error {
-			if err := <-heavy; !errors.Is(err, core.ErrInvalidArgument) {
-				return fmt.Errorf("err = %v, want ErrInvalidArgument", err)
-			}
-			return nil
-		})
-		ok(t, hp.Release(ctx))
-		ok(t, <-light)
-	})
-}
-
-// Defects 2 and 11: Close with a queued waiter returns within its bound
-// under a blackhole (the waiter's leave is bounded by the operation
-// timeout), and the waiter returns ErrClosed.
-func TestFaultCloseUnderBlackhole(t *testing.T) {
-	p := newFaultProxy(t, coretest.RedisAddr(t))
-	prefix := uniquePrefix(t)
-	holder := core.NewRedis(realClient(t), "closebh", 1, core.WithKeyPrefix(prefix))
-	defer holder.Close()
-	const op = 300 * time.Millisecond
-	s := core.NewRedis(p.client(t, nil), "closebh", 1, core.WithKeyPrefix(prefix),
-		core.WithDefaultLeaseTTL(time.Second), core.WithOperationTimeout(op))
-	ctx := context.Background()
-	hp := acquire(t, holder)
-	defer hp.Release(ctx)
-	errc := make(chan error, 1)
-	go func() { _, err := s.Acquire(ctx); errc <- err }()
-	waitQueued(t, holder, 1)
-	p.blackhole()
-	defer p.heal()
-	within(t, 2*op+2*slack, "Close under a blackhole, and its queued Acquire", func() error {
-		_ = s.Close()
-		if err := <-errc; !errors.Is(err, core.ErrClosed) {
-			return fmt.Errorf("queued Acquire: %v, want ErrClosed", err)
-		}
-		return nil
-	})
-}
-
-// Keys re-created on the busy path (the holder set empties at each
-// release) get the same idle expiry as the others, without a full refresh.
-func TestRedisRecreatedKeysExpire(t *testing.T) {
-	c, m := miniClient(t)
-	s := core.NewRedis(c, "recreate", 1)
-	defer s.Close()
-	ctx := context.Background()
-	ok(t, acquire(t, s).Release(ctx))
-	hp := acquire(t, s) // H and HI created again
-	w := make(chan error, 1)
-	go func() {
-		p, err := s.Acquire(ctx)
-		if err == nil {
-			err = p.Release(ctx)
-		}
-		w <- err
-	}()
-	waitQueued(t, s, 1) // Q created
-	for _, k := range m.Keys() {
-		if ttl := m.TTL(k); ttl <= 0 {
-			t.Errorf("key %q has no idle expiry", k)
-		}
-	}
-	ok(t, hp.Release(ctx))
-	ok(t, <-w)
-}
-
 // Defect 2 with a client that honours ctx deadlines: a cancellation (no
 // deadline) still ends the call at once, not at the operation timeout.
 func TestFaultCancelWithContextTimeoutClient(t *testing.T) {
@@ -461,4 +239,63 @@ func TestFaultCancelWithContextTimeoutClient(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// Issue 9 item 5: a grant delivered by the heartbeat's catch-up (its
+// notification was lost) carries the real grant time, not the heartbeat's.
+// Without a failover the token is the server time of the grant in µs.
+func TestFaultCatchUpGrantTime(t *testing.T) {
+	p := newFaultProxy(t, coretest.RedisAddr(t))
+	prefix := uniquePrefix(t)
+	queued := make(chan struct{}, 1)
+	obs := core.ObserverFunc(func(e core.Event) {
+		if e.Kind == core.EventWait {
+			queued <- struct{}{}
+		}
+	})
+	s := core.NewRedis(p.client(t, nil), "catchup", 1, core.WithKeyPrefix(prefix),
+		core.WithDefaultLeaseTTL(600*time.Millisecond), core.WithObserver(obs))
+	defer s.Close()
+	other := core.NewRedis(realClient(t), "catchup", 1, core.WithKeyPrefix(prefix))
+	defer other.Close()
+	ctx := context.Background()
+	hp := acquire(t, other)
+	res := make(chan *core.Permit, 1)
+	go func() { pm, _ := s.Acquire(ctx); res <- pm }()
+	<-queued
+	deliver := p.holdPubsub() // the grant's message is held: a heartbeat catches up
+	defer deliver()
+	ok(t, hp.Release(ctx))
+	pm := <-res
+	deliver()
+	if pm == nil {
+		t.Fatal("no permit")
+	}
+	defer pm.Release(ctx)
+	if got, want := pm.GrantedAt().UnixMicro(), pm.Token(); got != want {
+		t.Fatalf("GrantedAt %d µs, want the grant's time %d (%v off)", got, want, time.Duration(got-want)*time.Microsecond)
+	}
+}
+
+// Defect 5: callers whose deadline ends their calls first (here 300ms,
+// against an operation timeout of 1s) still open the breaker.
+func TestFaultBreakerOpensOnCallerDeadlines(t *testing.T) {
+	p := newFaultProxy(t, coretest.RedisAddr(t))
+	s := core.NewRedis(p.client(t, nil), "dl", 1, core.WithKeyPrefix(uniquePrefix(t)),
+		core.WithFailurePolicy(core.FailOpen))
+	defer s.Close()
+	ctx := context.Background()
+	ok(t, tryAcquire(t, s).Release(ctx))
+	p.blackhole()
+	defer p.heal()
+	for range 3 {
+		dctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		_, _ = s.TryAcquire(dctx) // a deadline error
+		cancel()
+	}
+	dctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if pm, err := s.TryAcquire(dctx); err != nil || pm.Token() != 0 {
+		t.Fatalf("after three silent calls: %v, %v; want a fail-open permit at once", pm, err)
+	}
 }

@@ -25,6 +25,7 @@ type faultProxy struct {
 	conns    []net.Conn
 	pubsub   map[net.Conn]bool // client conns that subscribed
 	dup      bool              // deliver every client chunk twice: the copy on a side connection
+	psGate   chan struct{}     // non-nil: pub/sub messages held until closed
 	accepted int
 	onAccept chan struct{}
 	wg       sync.WaitGroup
@@ -105,8 +106,13 @@ func (p *faultProxy) pipe(dst, src net.Conn, dir int) {
 			at := time.Now()
 			p.mu.Lock()
 			gate, delay := p.gate[dir], p.delay[dir]
+			ps := p.psGate
+			isPS := dir == down && p.pubsub[dst]
 			p.mu.Unlock()
 			<-gate
+			if isPS && ps != nil {
+				<-ps
+			}
 			if d := time.Until(at.Add(delay)); d > 0 {
 				time.Sleep(d) // the injected latency itself
 			}
@@ -185,6 +191,24 @@ func (p *faultProxy) hold(dir int) {
 	case <-p.gate[dir]:
 		p.gate[dir] = make(chan struct{})
 	default:
+	}
+}
+
+// holdPubsub holds the messages published to the client's subscription;
+// the returned func delivers them.
+func (p *faultProxy) holdPubsub() (release func()) {
+	ch := make(chan struct{})
+	p.mu.Lock()
+	p.psGate = ch
+	p.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			p.mu.Lock()
+			p.psGate = nil
+			p.mu.Unlock()
+			close(ch)
+		})
 	}
 }
 
