@@ -14,6 +14,7 @@ import (
 
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/coretest"
+	"github.com/distsem/distsem/core/internal/faultproxy"
 )
 
 // Defect 9: with a pinned limit, a holder set that expired while idle must
@@ -41,20 +42,20 @@ func TestFaultPinnedLimitNoStrandedCount(t *testing.T) {
 func TestFaultLateAcquireRefused(t *testing.T) {
 	p := newFaultProxy(t, coretest.RedisAddr(t))
 	prefix := uniquePrefix(t)
-	s := core.NewRedis(p.client(t, nil), "late", 1, core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(30*time.Second))
+	s := core.NewRedis(proxyClient(t, p, nil), "late", 1, core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(30*time.Second))
 	defer s.Close()
 	other := core.NewRedis(realClient(t), "late", 1, core.WithKeyPrefix(prefix))
 	defer other.Close()
 	ctx := context.Background()
 	pm := acquire(t, s) // connection and clock estimate made
 	ok(t, pm.Release(ctx))
-	p.setDelay(up, 300*time.Millisecond) // the acquire's bytes arrive late
+	p.SetLatency(faultproxy.Upstream, faultproxy.Latency{Fixed: 300 * time.Millisecond}) // the acquire's bytes arrive late
 	dctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
 	if _, err := s.TryAcquire(dctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want a deadline error", err)
 	}
-	p.setDelay(up, 0)
+	p.SetLatency(faultproxy.Upstream, faultproxy.Latency{})
 	// Whatever order the acquire and its clean-up ran in, nothing is held.
 	wantStats(t, other, 0, 0)
 	op, err := other.TryAcquire(ctx)
@@ -71,7 +72,7 @@ func TestFaultCloseLeavesQueue(t *testing.T) {
 	prefix := uniquePrefix(t)
 	other := core.NewRedis(realClient(t), "closeq", 1, core.WithKeyPrefix(prefix))
 	defer other.Close()
-	c := redis.NewClient(&redis.Options{Addr: p.addr()})
+	c := redis.NewClient(&redis.Options{Addr: p.Addr()})
 	s := core.NewRedis(c, "closeq", 1, core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(30*time.Second),
 		core.WithOperationTimeout(10*time.Second))
 	ctx := context.Background()
@@ -79,7 +80,7 @@ func TestFaultCloseLeavesQueue(t *testing.T) {
 	errc := make(chan error, 1)
 	go func() { _, err := s.Acquire(ctx); errc <- err }()
 	waitQueued(t, other, 1)
-	p.setDelay(up, time.Second)
+	p.SetLatency(faultproxy.Upstream, faultproxy.Latency{Fixed: time.Second})
 	ok(t, s.Close())
 	if st := stats(t, other); st.Waiting != 0 {
 		t.Fatalf("right after Close: %+v, want nobody queued", st)
@@ -106,7 +107,7 @@ func TestFaultLostReplyResyncs(t *testing.T) {
 			queued <- struct{}{}
 		}
 	})
-	s := core.NewRedis(p.client(t, nil), "resync", 1, core.WithKeyPrefix(prefix),
+	s := core.NewRedis(proxyClient(t, p, nil), "resync", 1, core.WithKeyPrefix(prefix),
 		core.WithDefaultLeaseTTL(30*time.Second), core.WithObserver(obs))
 	defer s.Close()
 	other := core.NewRedis(realClient(t), "resync", 1, core.WithKeyPrefix(prefix))
@@ -122,12 +123,12 @@ func TestFaultLostReplyResyncs(t *testing.T) {
 		res <- err
 	}()
 	<-queued // the waiter has its reply: it is queued
-	p.hold(down)
+	p.SetHold(faultproxy.All, faultproxy.Downstream, true)
 	rel := make(chan error, 1)
 	go func() { rel <- hp.Release(ctx) }()
-	wantStats(t, other, 1, 0) // released and handed on; the reply is held
-	p.reset()                 // and lost
-	p.heal()
+	wantStats(t, other, 1, 0)        // released and handed on; the reply is held
+	p.ResetOpen(faultproxy.Untagged) // and lost
+	p.SetHold(faultproxy.All, faultproxy.Downstream, false)
 	if err := <-rel; err != nil {
 		t.Errorf("Release that took effect: %v, want nil", err)
 	}
@@ -210,7 +211,7 @@ func TestFaultCloseUnderBlackhole(t *testing.T) {
 	holder := core.NewRedis(realClient(t), "closebh", 1, core.WithKeyPrefix(prefix))
 	defer holder.Close()
 	const op = 300 * time.Millisecond
-	s := core.NewRedis(p.client(t, nil), "closebh", 1, core.WithKeyPrefix(prefix),
+	s := core.NewRedis(proxyClient(t, p, nil), "closebh", 1, core.WithKeyPrefix(prefix),
 		core.WithDefaultLeaseTTL(time.Second), core.WithOperationTimeout(op))
 	ctx := context.Background()
 	hp := acquire(t, holder)
@@ -218,8 +219,8 @@ func TestFaultCloseUnderBlackhole(t *testing.T) {
 	errc := make(chan error, 1)
 	go func() { _, err := s.Acquire(ctx); errc <- err }()
 	waitQueued(t, holder, 1)
-	p.blackhole()
-	defer p.heal()
+	ok(t, p.SetMode(faultproxy.Blackhole))
+	defer p.SetMode(faultproxy.Pass)
 	within(t, 2*op+2*slack, "Close under a blackhole, and its queued Acquire", func() error {
 		_ = s.Close()
 		if err := <-errc; !errors.Is(err, core.ErrClosed) {

@@ -11,14 +11,38 @@ import (
 
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/coretest"
+	"github.com/distsem/distsem/core/internal/faultproxy"
 )
 
 // Regression tests for issue 7 (core under faults). Each injects its fault
-// with faultProxy between the client and a real redis-server, or with
+// with a faultproxy.Proxy between the client and a real redis-server, or with
 // miniredis; none synchronises with a sleep. Bounds on "returns by its
 // deadline" have 250ms or more of slack; figures go to the report.
 
 const slack = 250 * time.Millisecond
+
+// newFaultProxy starts a fault proxy in front of target, closed when t
+// ends. It tags Redis pub/sub connections (faultproxy.Tagged).
+func newFaultProxy(t *testing.T, target string) *faultproxy.Proxy {
+	t.Helper()
+	p, err := faultproxy.Start(target)
+	ok(t, err)
+	t.Cleanup(func() { _ = p.Close() })
+	p.SetTag("\r\nsubscribe\r\n")
+	return p
+}
+
+// proxyClient returns a client of p with o's other options (nil: the
+// defaults), closed when t ends.
+func proxyClient(t *testing.T, p *faultproxy.Proxy, o *redis.Options) *redis.Client {
+	if o == nil {
+		o = &redis.Options{}
+	}
+	o.Addr = p.Addr()
+	c := redis.NewClient(o)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
 
 // within fails the test unless f returns within d, or returns an error.
 func within(t *testing.T, d time.Duration, what string, f func() error) time.Duration {
@@ -45,15 +69,15 @@ func within(t *testing.T, d time.Duration, what string, f func() error) time.Dur
 func TestFaultRetriedAcquireKeepsCapacity(t *testing.T) {
 	p := newFaultProxy(t, coretest.RedisAddr(t))
 	prefix := uniquePrefix(t)
-	s := core.NewRedis(p.client(t, nil), "retry", 2, core.WithKeyPrefix(prefix))
+	s := core.NewRedis(proxyClient(t, p, nil), "retry", 2, core.WithKeyPrefix(prefix))
 	defer s.Close()
 	other := core.NewRedis(realClient(t), "retry", 2, core.WithKeyPrefix(prefix))
 	defer other.Close()
 	ctx := context.Background()
 	ok(t, tryAcquire(t, s).Release(ctx)) // the script is loaded: EVALSHA runs it
-	p.setDup(true)
+	p.SetDuplicate(true)
 	pm := tryAcquire(t, s)
-	p.setDup(false)
+	p.SetDuplicate(false)
 	ok(t, pm.Release(ctx))
 	// Both permits must be grantable again, at once.
 	a, err := other.TryAcquire(ctx)
@@ -71,7 +95,7 @@ func TestFaultDeadlineUnderBlackhole(t *testing.T) {
 	prefix := uniquePrefix(t)
 	holder := core.NewRedis(realClient(t), "bh", 1, core.WithKeyPrefix(prefix))
 	defer holder.Close()
-	s := core.NewRedis(p.client(t, nil), "bh", 1, core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(30*time.Second))
+	s := core.NewRedis(proxyClient(t, p, nil), "bh", 1, core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(30*time.Second))
 	ctx := context.Background()
 	hp := acquire(t, holder)
 	for _, cancelled := range []bool{false, true} {
@@ -83,7 +107,7 @@ func TestFaultDeadlineUnderBlackhole(t *testing.T) {
 		errc := make(chan error, 1)
 		go func() { _, err := s.Acquire(actx); errc <- err }()
 		waitQueued(t, holder, 1)
-		p.blackhole()
+		ok(t, p.SetMode(faultproxy.Blackhole))
 		start := time.Now()
 		if cancelled {
 			cancel()
@@ -99,7 +123,7 @@ func TestFaultDeadlineUnderBlackhole(t *testing.T) {
 		}
 		t.Logf("cancelled=%v: returned %v after the blackhole began", cancelled, time.Since(start))
 		cancel()
-		p.heal()
+		ok(t, p.SetMode(faultproxy.Pass))
 		wantStats(t, holder, 1, 0)
 	}
 	ok(t, hp.Release(ctx))
@@ -110,10 +134,10 @@ func TestFaultDeadlineUnderBlackhole(t *testing.T) {
 // returns when its ctx is cancelled, whatever Redis does.
 func TestFaultFirstAcquireHonoursCtx(t *testing.T) {
 	p := newFaultProxy(t, coretest.RedisAddr(t))
-	s := core.NewRedis(p.client(t, nil), "first", 1, core.WithKeyPrefix(uniquePrefix(t)))
+	s := core.NewRedis(proxyClient(t, p, nil), "first", 1, core.WithKeyPrefix(uniquePrefix(t)))
 	defer s.Close()
-	p.blackhole()
-	defer p.heal()
+	ok(t, p.SetMode(faultproxy.Blackhole))
+	defer p.SetMode(faultproxy.Pass)
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { _, err := s.Acquire(ctx); errc <- err }()
@@ -140,7 +164,7 @@ func TestFaultQueuedWaiterGetsPolicy(t *testing.T) {
 			queued <- struct{}{}
 		}
 	})
-	s := core.NewRedis(p.client(t, nil), "outage", 1, core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(ttl),
+	s := core.NewRedis(proxyClient(t, p, nil), "outage", 1, core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(ttl),
 		core.WithFailurePolicy(core.FailOpen), core.WithOperationTimeout(200*time.Millisecond),
 		core.WithOutageGrace(200*time.Millisecond), core.WithObserver(obs))
 	defer s.Close()
@@ -150,8 +174,8 @@ func TestFaultQueuedWaiterGetsPolicy(t *testing.T) {
 	res := make(chan *core.Permit, 1)
 	go func() { pm, _ := s.Acquire(ctx); res <- pm }()
 	<-queued // the waiter has its reply: it is queued
-	p.blackhole()
-	defer p.heal()
+	ok(t, p.SetMode(faultproxy.Blackhole))
+	defer p.SetMode(faultproxy.Pass)
 	// Noticed by the next heartbeat (TTL/3), failed after the operation
 	// timeout, then the grace.
 	within(t, ttl/3+400*time.Millisecond+5*slack, "fail-open permit for a queued waiter", func() error {
@@ -166,7 +190,7 @@ func TestFaultQueuedWaiterGetsPolicy(t *testing.T) {
 // and once the breaker is open the policy applies without a round trip.
 func TestFaultFailFastAndBreaker(t *testing.T) {
 	p := newFaultProxy(t, coretest.RedisAddr(t))
-	s := core.NewRedis(p.client(t, nil), "fast", 1, core.WithKeyPrefix(uniquePrefix(t)),
+	s := core.NewRedis(proxyClient(t, p, nil), "fast", 1, core.WithKeyPrefix(uniquePrefix(t)),
 		core.WithFailurePolicy(core.FailOpen), core.WithOperationTimeout(300*time.Millisecond),
 		core.WithCircuitBreaker(2, time.Minute))
 	defer s.Close()
@@ -174,8 +198,8 @@ func TestFaultFailFastAndBreaker(t *testing.T) {
 	pm, err := s.TryAcquire(ctx) // a connection exists before the fault
 	ok(t, err)
 	ok(t, pm.Release(ctx))
-	p.blackhole()
-	defer p.heal()
+	ok(t, p.SetMode(faultproxy.Blackhole))
+	defer p.SetMode(faultproxy.Pass)
 	for i := range 2 {
 		within(t, 300*time.Millisecond+slack, "fallback permit in a blackhole", func() error {
 			if pm, err := s.TryAcquire(ctx); err != nil || pm.Token() != 0 {
@@ -222,13 +246,13 @@ func TestFaultFailLocalTokenZero(t *testing.T) {
 // deadline) still ends the call at once, not at the operation timeout.
 func TestFaultCancelWithContextTimeoutClient(t *testing.T) {
 	p := newFaultProxy(t, coretest.RedisAddr(t))
-	s := core.NewRedis(p.client(t, &redis.Options{ContextTimeoutEnabled: true}), "ctxc", 1,
+	s := core.NewRedis(proxyClient(t, p, &redis.Options{ContextTimeoutEnabled: true}), "ctxc", 1,
 		core.WithKeyPrefix(uniquePrefix(t)), core.WithOperationTimeout(5*time.Second))
 	defer s.Close()
 	ctx := context.Background()
 	ok(t, tryAcquire(t, s).Release(ctx))
-	p.blackhole()
-	defer p.heal()
+	ok(t, p.SetMode(faultproxy.Blackhole))
+	defer p.SetMode(faultproxy.Pass)
 	cctx, cancel := context.WithCancel(ctx)
 	errc := make(chan error, 1)
 	go func() { _, err := s.TryAcquire(cctx); errc <- err }()
@@ -253,7 +277,7 @@ func TestFaultCatchUpGrantTime(t *testing.T) {
 			queued <- struct{}{}
 		}
 	})
-	s := core.NewRedis(p.client(t, nil), "catchup", 1, core.WithKeyPrefix(prefix),
+	s := core.NewRedis(proxyClient(t, p, nil), "catchup", 1, core.WithKeyPrefix(prefix),
 		core.WithDefaultLeaseTTL(600*time.Millisecond), core.WithObserver(obs))
 	defer s.Close()
 	other := core.NewRedis(realClient(t), "catchup", 1, core.WithKeyPrefix(prefix))
@@ -263,7 +287,8 @@ func TestFaultCatchUpGrantTime(t *testing.T) {
 	res := make(chan *core.Permit, 1)
 	go func() { pm, _ := s.Acquire(ctx); res <- pm }()
 	<-queued
-	deliver := p.holdPubsub() // the grant's message is held: a heartbeat catches up
+	p.SetHold(faultproxy.Tagged, faultproxy.Downstream, true) // the grant's message is held: a heartbeat catches up
+	deliver := func() { p.SetHold(faultproxy.Tagged, faultproxy.Downstream, false) }
 	defer deliver()
 	ok(t, hp.Release(ctx))
 	pm := <-res
@@ -281,13 +306,13 @@ func TestFaultCatchUpGrantTime(t *testing.T) {
 // against an operation timeout of 1s) still open the breaker.
 func TestFaultBreakerOpensOnCallerDeadlines(t *testing.T) {
 	p := newFaultProxy(t, coretest.RedisAddr(t))
-	s := core.NewRedis(p.client(t, nil), "dl", 1, core.WithKeyPrefix(uniquePrefix(t)),
+	s := core.NewRedis(proxyClient(t, p, nil), "dl", 1, core.WithKeyPrefix(uniquePrefix(t)),
 		core.WithFailurePolicy(core.FailOpen))
 	defer s.Close()
 	ctx := context.Background()
 	ok(t, tryAcquire(t, s).Release(ctx))
-	p.blackhole()
-	defer p.heal()
+	ok(t, p.SetMode(faultproxy.Blackhole))
+	defer p.SetMode(faultproxy.Pass)
 	for range 3 {
 		dctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 		_, _ = s.TryAcquire(dctx) // a deadline error

@@ -3,6 +3,7 @@ package faultproxy
 import (
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -12,6 +13,7 @@ type link struct {
 	client, server net.Conn
 	once           sync.Once
 	done           chan struct{}
+	tagged         atomic.Bool // the client sent the tag (see SetTag)
 }
 
 // chunk is bytes read at one time, due for delivery at due.
@@ -62,7 +64,10 @@ func (p *Proxy) read(l *link, src net.Conn, q chan<- chunk, d Direction) {
 		buf := make([]byte, 32<<10)
 		n, err := src.Read(buf)
 		if n > 0 {
-			_, lat, _ := p.state(d)
+			if d == Upstream {
+				p.mark(l, buf[:n])
+			}
+			_, lat, _ := p.state(l, d)
 			due := time.Now().Add(lat.sample())
 			if due.Before(last) {
 				due = last
@@ -87,7 +92,7 @@ func (p *Proxy) write(l *link, dst net.Conn, q <-chan chunk, d Direction) {
 	defer p.drop(l)
 	for c := range q {
 		for {
-			forward, _, changed := p.state(d)
+			forward, _, changed := p.state(l, d)
 			wait := time.Until(c.due)
 			if forward && wait <= 0 {
 				break
@@ -114,6 +119,9 @@ func (p *Proxy) write(l *link, dst net.Conn, q <-chan chunk, d Direction) {
 		}
 		if _, err := dst.Write(c.b); err != nil {
 			return
+		}
+		if d == Upstream {
+			p.duplicate(c.b)
 		}
 	}
 }

@@ -14,6 +14,13 @@
 //     resets every open connection, as a stopped server would. Leaving Refuse
 //     listens again on the same port.
 //
+// Finer faults act on one direction, or on some connections only (see
+// hold.go): SetHold holds one direction of the connections Which selects (a
+// one-way blackhole), ResetOpen resets the open ones once, and SetDuplicate
+// sends every request to the upstream a second time, as a client's retry
+// would. SetTag marks the connections whose client sent a given marker
+// (a Redis client's pub/sub connection, say), so that they can be selected.
+//
 // Latency (fixed plus uniform jitter, per direction) applies in every mode
 // that forwards. Delivery order within a connection is always preserved.
 package faultproxy
@@ -88,6 +95,9 @@ type Proxy struct {
 	lat     [2]Latency
 	changed chan struct{} // closed and replaced at every change
 	conns   map[*link]struct{}
+	held    [3][2]bool // by Which, then Direction: see SetHold
+	tag     []byte     // lower case; see SetTag
+	dup     bool       // see SetDuplicate
 	closed  bool
 	wg      sync.WaitGroup
 }
@@ -189,12 +199,16 @@ func (p *Proxy) notifyLocked() {
 	p.changed = make(chan struct{})
 }
 
-// state returns what a forwarder needs: whether it may write now, the delay
-// of direction d, and a channel closed at the next change.
-func (p *Proxy) state(d Direction) (forward bool, lat Latency, changed <-chan struct{}) {
+// state returns what a forwarder of link l needs: whether it may write now,
+// the delay of direction d, and a channel closed at the next change.
+func (p *Proxy) state(l *link, d Direction) (forward bool, lat Latency, changed <-chan struct{}) {
+	w := Untagged
+	if l.tagged.Load() {
+		w = Tagged
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.mode == Pass, p.lat[d], p.changed
+	return p.mode == Pass && !p.held[All][d] && !p.held[w][d], p.lat[d], p.changed
 }
 
 // serve runs the accept loop of ln; p.mu is held or p is not yet shared.
