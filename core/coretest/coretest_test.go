@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -93,6 +94,18 @@ func TestStartRedisKillRestart(t *testing.T) {
 	s.Stop()
 	if _, err := os.Stat(s.Dir()); !os.IsNotExist(err) {
 		t.Fatalf("Stop left the directory %s: %v", s.Dir(), err)
+	}
+}
+
+// DISTSEM_TEST_PORTS keeps the servers coretest starts in its range.
+func TestStartRedisPortRange(t *testing.T) {
+	t.Setenv("DISTSEM_TEST_PORTS", "27400-27409")
+	for range 2 {
+		s := coretest.StartRedis(t)
+		_, p, _ := net.SplitHostPort(s.Addr())
+		if port, err := strconv.Atoi(p); err != nil || port < 27400 || port > 27409 {
+			t.Fatalf("server on %s, want a port in 27400-27409", s.Addr())
+		}
 	}
 }
 

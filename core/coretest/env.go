@@ -25,6 +25,10 @@
 //
 // StartRedis starts a private redis-server for a test that kills or
 // restarts it on purpose.
+//
+// DISTSEM_TEST_PORTS=lo-hi makes every server coretest starts listen on a
+// port in that range (both ends included), for machines where several test
+// runs must keep apart; unset, any free port serves.
 package coretest
 
 import (

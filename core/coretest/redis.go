@@ -242,10 +242,15 @@ func ping(addr string) bool {
 }
 
 // freePort returns a loopback port that was free a moment ago and, with
-// bus, whose port+10000 was free too.
+// bus, whose port+10000 was free too. The port is in the range that
+// DISTSEM_TEST_PORTS gives, when it is set.
 func freePort(bus bool) (int, error) {
+	lo, hi, err := portRange()
+	if err != nil {
+		return 0, err
+	}
 	for range 100 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		l, err := listenIn(lo, hi)
 		if err != nil {
 			return 0, err
 		}

@@ -1,189 +1,53 @@
 package faulttest
 
 import (
-	"context"
-	"crypto/rand"
 	"fmt"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
+	"math/rand/v2"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/distsem/distsem/core/coretest"
 )
 
-// server is a redis-server process on a loopback port, with no persistence:
-// a restart brings it back empty.
+// server is a redis-server for a scenario, found or started by coretest
+// (see its package documentation): a private one (newServer) that the
+// scenario may stop, stall or restart, or the test binary's shared one.
 type server struct {
-	port int
-	dir  string
-	cmd  *exec.Cmd
+	shared string                // the shared server's address
+	own    *coretest.RedisServer // nil for the shared server
 }
 
-// redisServerPath returns the redis-server on PATH; without one the test is
-// skipped, or fails when CI is set (CI must never pass by skipping).
-func redisServerPath(tb testing.TB) string {
-	tb.Helper()
-	p, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			tb.Fatalf("redis-server not on PATH: the fault suite needs it under CI (%v)", err)
-		}
-		tb.Skipf("redis-server not on PATH: %v", err)
-	}
-	return p
-}
-
-// newServer starts a redis-server of its own for tb, killed when tb ends.
+// newServer starts a redis-server of its own for tb, stopped when tb ends.
+// Without redis-server on PATH the test is skipped, or fails when CI is set.
 func newServer(tb testing.TB) *server {
 	tb.Helper()
-	bin := redisServerPath(tb)
-	s := &server{dir: tb.TempDir()}
-	if err := s.start(bin); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(s.kill)
-	return s
+	return &server{own: coretest.StartRedis(tb)}
 }
 
-var (
-	sharedMu  sync.Mutex
-	sharedSrv *server
-)
-
-// sharedServer returns one redis-server for the scenarios that do not stop
-// or stall it; each scenario uses its own key prefix. TestMain stops it.
+// sharedServer returns the redis-server for the scenarios that do not stop
+// or stall it (DISTSEM_REDIS_ADDR, else one started for the test binary);
+// each scenario uses its own key prefix. TestMain stops it.
 func sharedServer(tb testing.TB) *server {
 	tb.Helper()
-	bin := redisServerPath(tb)
-	sharedMu.Lock()
-	defer sharedMu.Unlock()
-	if sharedSrv == nil {
-		dir, err := os.MkdirTemp("", "distsem-faulttest-")
-		if err != nil {
-			tb.Fatal(err)
-		}
-		s := &server{dir: dir}
-		if err := s.start(bin); err != nil {
-			tb.Fatal(err)
-		}
-		sharedSrv = s
-	}
-	return sharedSrv
+	return &server{shared: coretest.RedisAddr(tb)}
 }
 
-func stopShared() {
-	sharedMu.Lock()
-	defer sharedMu.Unlock()
-	if sharedSrv != nil {
-		sharedSrv.kill()
-		_ = os.RemoveAll(sharedSrv.dir)
-		sharedSrv = nil
+func (s *server) addr() string {
+	if s.own == nil {
+		return s.shared
 	}
-}
-
-func (s *server) addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
-
-// start runs redis-server (on a new free port, or on the same port again)
-// and waits until it answers PING.
-func (s *server) start(bin string) error {
-	if s.port == 0 {
-		p, err := freePort()
-		if err != nil {
-			return err
-		}
-		s.port = p
-	}
-	log, err := os.OpenFile(filepath.Join(s.dir, "redis.log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	defer log.Close()
-	cmd := exec.Command(bin, "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", s.dir, "--enable-debug-command", "local")
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start redis-server: %w", err)
-	}
-	s.cmd = cmd
-	c := redis.NewClient(&redis.Options{Addr: s.addr(), MaxRetries: -1})
-	defer c.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		err := c.Ping(ctx).Err()
-		cancel()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			s.kill()
-			return fmt.Errorf("redis-server on %s did not answer within 10s: %w (log in %s)", s.addr(), err, s.dir)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// kill stops the server with SIGKILL and waits for it.
-func (s *server) kill() {
-	if s.cmd == nil {
-		return
-	}
-	_ = s.cmd.Process.Signal(syscall.SIGKILL)
-	_ = s.cmd.Wait()
-	s.cmd = nil
+	return s.own.Addr()
 }
 
 // restart kills the server and starts it again, empty, on the same port.
 func (s *server) restart(tb testing.TB) {
 	tb.Helper()
-	s.kill()
-	if err := s.start(redisServerPath(tb)); err != nil {
-		tb.Fatal(err)
+	if s.own == nil {
+		tb.Fatal("restart of the shared redis-server")
 	}
-}
-
-// freePort returns a free loopback port, taken from the range
-// DISTSEM_FAULTTEST_PORTS ("lo-hi") when it is set.
-func freePort() (int, error) {
-	lo, hi := 0, 0
-	if r := os.Getenv("DISTSEM_FAULTTEST_PORTS"); r != "" {
-		a, b, _ := strings.Cut(r, "-")
-		lo, _ = strconv.Atoi(a)
-		hi, _ = strconv.Atoi(b)
-	}
-	if lo <= 0 || hi < lo {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, err
-		}
-		defer ln.Close()
-		return ln.Addr().(*net.TCPAddr).Port, nil
-	}
-	for i := 0; i < 4*(hi-lo+1); i++ {
-		p := lo + int(randUint()%uint64(hi-lo+1))
-		if ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p)); err == nil {
-			_ = ln.Close()
-			return p, nil
-		}
-	}
-	return 0, fmt.Errorf("no free port in %d-%d", lo, hi)
-}
-
-func randUint() uint64 {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	var v uint64
-	for _, x := range b {
-		v = v<<8 | uint64(x)
-	}
-	return v
+	s.own.Restart()
 }
 
 // newClient returns a go-redis client with default options, as a new user
@@ -201,5 +65,5 @@ func newClient(tb testing.TB, addr string, opts ...func(*redis.Options)) *redis.
 // prefix returns a key prefix of its own for tb.
 func prefix(tb testing.TB) string {
 	name := strings.NewReplacer("/", ".", " ", "_", "{", "", "}", "").Replace(tb.Name())
-	return fmt.Sprintf("ft:%s:%x:", name, randUint()&0xffffff)
+	return fmt.Sprintf("ft:%s:%x:", name, rand.Uint64()&0xffffff)
 }
