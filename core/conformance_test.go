@@ -1,7 +1,6 @@
 package core_test
 
 import (
-	"context"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -16,12 +15,7 @@ import (
 )
 
 // sem is what the conformance suite needs of a backend.
-type sem interface {
-	core.Semaphore
-	Stats(context.Context) (core.Stats, error)
-	SetLimit(context.Context, int64) error
-	Close() error
-}
+type sem = semtest.Sem
 
 type backend struct {
 	name string
@@ -104,60 +98,18 @@ func ok(t *testing.T, err error) {
 	}
 }
 
-func stats(t *testing.T, s sem) core.Stats {
-	t.Helper()
-	st, err := s.Stats(context.Background())
-	ok(t, err)
-	return st
-}
-
-func acquire(t *testing.T, s sem, opts ...core.AcquireOption) *core.Permit {
-	t.Helper()
-	p, err := s.Acquire(context.Background(), opts...)
-	ok(t, err)
-	return p
-}
-
-func tryAcquire(t *testing.T, s sem) *core.Permit {
-	t.Helper()
-	p, err := s.TryAcquire(context.Background())
-	ok(t, err)
-	return p
-}
-
-// waitQueued blocks until n callers are queued. It polls Stats, which is
-// an observation of state, not a sleep; it gives up after a minute.
-func waitQueued(t *testing.T, s sem, n int64) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		st := stats(t, s)
-		if st.Waiting == n {
-			return
-		}
-		if st.Waiting > n || time.Now().After(deadline) {
-			t.Fatalf("waiting = %d, want %d", st.Waiting, n)
-		}
-	}
-}
-
-// wantStats waits until s shows inUse permits held and waiting callers
-// queued, and fails if that does not happen within 10s. It polls, because
-// a cancelled or closed waiter's clean-up reaches Redis in the background:
-// the caller does not wait for it.
-func wantStats(t *testing.T, s sem, inUse, waiting int64) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		st := stats(t, s)
-		if st.InUse == inUse && st.Waiting == waiting {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("stats = %+v, want in use %d, waiting %d", st, inUse, waiting)
-		}
-	}
-}
+// The conformance suite's helpers, each failing t: stats, acquire and
+// tryAcquire call s's method with a background ctx; waitQueued blocks until
+// n callers are queued, and wantStats until s shows inUse permits held and
+// waiting callers queued (a clean-up may reach Redis after its caller
+// returned); both poll Stats.
+var (
+	stats      = semtest.Stats
+	acquire    = semtest.Acquire
+	tryAcquire = semtest.TryAcquire
+	waitQueued = semtest.WaitQueued
+	wantStats  = semtest.WantStats
+)
 
 // TestConformance runs the conformance suite (core/coretest/semtest: tokens,
 // FIFO, weights, limits, Close, a hammer) on every backend of backends().

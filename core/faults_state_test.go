@@ -101,12 +101,7 @@ func TestFaultCloseLeavesQueue(t *testing.T) {
 func TestFaultLostReplyResyncs(t *testing.T) {
 	p := newFaultProxy(t, coretest.RedisAddr(t))
 	prefix := uniquePrefix(t)
-	queued := make(chan struct{}, 1)
-	obs := core.ObserverFunc(func(e core.Event) {
-		if e.Kind == core.EventWait {
-			queued <- struct{}{}
-		}
-	})
+	obs, queued := queueObserver()
 	s := core.NewRedis(proxyClient(t, p, nil), "resync", 1, core.WithKeyPrefix(prefix),
 		core.WithDefaultLeaseTTL(30*time.Second), core.WithObserver(obs))
 	defer s.Close()

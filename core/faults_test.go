@@ -44,6 +44,19 @@ func proxyClient(t *testing.T, p *faultproxy.Proxy, o *redis.Options) *redis.Cli
 	return c
 }
 
+// queueObserver returns an observer that sends on queued each time a
+// caller of its semaphore is queued (EventWait): the caller has its reply.
+// One send fits in the channel; a second one blocks until the first is
+// received.
+func queueObserver() (obs core.Observer, queued <-chan struct{}) {
+	ch := make(chan struct{}, 1)
+	return core.ObserverFunc(func(e core.Event) {
+		if e.Kind == core.EventWait {
+			ch <- struct{}{}
+		}
+	}), ch
+}
+
 // within fails the test unless f returns within d, or returns an error.
 func within(t *testing.T, d time.Duration, what string, f func() error) time.Duration {
 	t.Helper()
@@ -158,12 +171,7 @@ func TestFaultQueuedWaiterGetsPolicy(t *testing.T) {
 	holder := core.NewRedis(realClient(t), "outage", 1, core.WithKeyPrefix(prefix))
 	defer holder.Close()
 	const ttl = time.Second
-	queued := make(chan struct{}, 1)
-	obs := core.ObserverFunc(func(e core.Event) {
-		if e.Kind == core.EventWait {
-			queued <- struct{}{}
-		}
-	})
+	obs, queued := queueObserver()
 	s := core.NewRedis(proxyClient(t, p, nil), "outage", 1, core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(ttl),
 		core.WithFailurePolicy(core.FailOpen), core.WithOperationTimeout(200*time.Millisecond),
 		core.WithOutageGrace(200*time.Millisecond), core.WithObserver(obs))
@@ -271,12 +279,7 @@ func TestFaultCancelWithContextTimeoutClient(t *testing.T) {
 func TestFaultCatchUpGrantTime(t *testing.T) {
 	p := newFaultProxy(t, coretest.RedisAddr(t))
 	prefix := uniquePrefix(t)
-	queued := make(chan struct{}, 1)
-	obs := core.ObserverFunc(func(e core.Event) {
-		if e.Kind == core.EventWait {
-			queued <- struct{}{}
-		}
-	})
+	obs, queued := queueObserver()
 	s := core.NewRedis(proxyClient(t, p, nil), "catchup", 1, core.WithKeyPrefix(prefix),
 		core.WithDefaultLeaseTTL(600*time.Millisecond), core.WithObserver(obs))
 	defer s.Close()

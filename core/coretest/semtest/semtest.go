@@ -67,21 +67,26 @@ func ok(t *testing.T, err error) {
 	}
 }
 
-func stats(t *testing.T, s Sem) core.Stats {
+// Stats returns s's Stats, failing t on an error.
+func Stats(t *testing.T, s Sem) core.Stats {
 	t.Helper()
 	st, err := s.Stats(context.Background())
 	ok(t, err)
 	return st
 }
 
-func acquire(t *testing.T, s Sem, opts ...core.AcquireOption) *core.Permit {
+// Acquire returns a permit of s (it may wait for it), failing t on an
+// error.
+func Acquire(t *testing.T, s Sem, opts ...core.AcquireOption) *core.Permit {
 	t.Helper()
 	p, err := s.Acquire(context.Background(), opts...)
 	ok(t, err)
 	return p
 }
 
-func tryAcquire(t *testing.T, s Sem) *core.Permit {
+// TryAcquire returns a permit of s if one is free at once, failing t when
+// none is or on an error.
+func TryAcquire(t *testing.T, s Sem) *core.Permit {
 	t.Helper()
 	p, err := s.TryAcquire(context.Background())
 	ok(t, err)
@@ -95,7 +100,7 @@ func WaitQueued(t *testing.T, s Sem, n int64) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
-		st := stats(t, s)
+		st := Stats(t, s)
 		if st.Waiting == n {
 			return
 		}
@@ -113,7 +118,7 @@ func WantStats(t *testing.T, s Sem, inUse, waiting int64) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		st := stats(t, s)
+		st := Stats(t, s)
 		if st.InUse == inUse && st.Waiting == waiting {
 			return
 		}

@@ -14,8 +14,8 @@ import (
 func testTryAcquireAndTokens(t *testing.T, b Backend) {
 	ctx := context.Background()
 	s := b.New(t, 2)
-	p1 := tryAcquire(t, s)
-	p2 := tryAcquire(t, s)
+	p1 := TryAcquire(t, s)
+	p2 := TryAcquire(t, s)
 	if _, err := s.TryAcquire(ctx); !errors.Is(err, core.ErrNoPermit) {
 		t.Fatalf("third TryAcquire: err = %v, want ErrNoPermit", err)
 	}
@@ -23,7 +23,7 @@ func testTryAcquireAndTokens(t *testing.T, b Backend) {
 		t.Fatalf("tokens %d then %d: want strictly increasing", p1.Token(), p2.Token())
 	}
 	ok(t, p1.Release(ctx))
-	p3 := tryAcquire(t, s)
+	p3 := TryAcquire(t, s)
 	if p3.Token() <= p2.Token() {
 		t.Fatalf("token after release %d, want > %d", p3.Token(), p2.Token())
 	}
@@ -35,7 +35,7 @@ func testTryAcquireAndTokens(t *testing.T, b Backend) {
 func testFIFO(t *testing.T, b Backend) {
 	ctx := context.Background()
 	s := b.New(t, 1)
-	holder := acquire(t, s)
+	holder := Acquire(t, s)
 	const n = 8
 	order := make(chan int, n)
 	var wg sync.WaitGroup
@@ -69,7 +69,7 @@ func testFIFO(t *testing.T, b Backend) {
 func testWeightedHeadBlocksSmaller(t *testing.T, b Backend) {
 	ctx := context.Background()
 	s := b.New(t, 3)
-	held := acquire(t, s, core.WithWeight(2))
+	held := Acquire(t, s, core.WithWeight(2))
 	big := make(chan *core.Permit, 1)
 	go func() { p, _ := s.Acquire(ctx, core.WithWeight(3)); big <- p }()
 	WaitQueued(t, s, 1)
@@ -96,8 +96,8 @@ func testWeightedHeadBlocksSmaller(t *testing.T, b Backend) {
 func testDoubleRelease(t *testing.T, b Backend) {
 	ctx := context.Background()
 	s := b.New(t, 2)
-	p := acquire(t, s)
-	q := acquire(t, s)
+	p := Acquire(t, s)
+	q := Acquire(t, s)
 	ok(t, p.Release(ctx))
 	if err := p.Release(ctx); err != nil {
 		t.Fatalf("second Release: %v, want nil", err)
@@ -140,7 +140,7 @@ func testBadAcquireArguments(t *testing.T, b Backend) {
 func testSetLimit(t *testing.T, b Backend) {
 	ctx := context.Background()
 	s := b.New(t, 1)
-	holder := acquire(t, s)
+	holder := Acquire(t, s)
 	got := make(chan *core.Permit, 1)
 	go func() { p, _ := s.Acquire(ctx); got <- p }()
 	WaitQueued(t, s, 1)
@@ -156,7 +156,7 @@ func testSetLimit(t *testing.T, b Backend) {
 	if err := <-heavy; !errors.Is(err, core.ErrInvalidArgument) {
 		t.Fatalf("heavy waiter: err = %v, want ErrInvalidArgument", err)
 	}
-	if st := stats(t, s); st.Limit != 1 {
+	if st := Stats(t, s); st.Limit != 1 {
 		t.Fatalf("limit = %d, want 1", st.Limit)
 	}
 	ok(t, holder.Release(ctx))
@@ -167,7 +167,7 @@ func testSetLimit(t *testing.T, b Backend) {
 func testCloseFailsWaiters(t *testing.T, b Backend) {
 	ctx := context.Background()
 	s := b.New(t, 1)
-	holder := acquire(t, s)
+	holder := Acquire(t, s)
 	errc := make(chan error, 1)
 	go func() { _, err := s.Acquire(ctx); errc <- err }()
 	WaitQueued(t, s, 1)

@@ -4,67 +4,16 @@ import (
 	"bufio"
 	"io"
 	"net"
-	"sync"
 	"testing"
 	"time"
 )
 
-// recorder starts a line echo server that also sends every line it reads
-// to the returned channel, and returns its address.
-func recorder(t *testing.T) (string, <-chan string) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := make(chan string, 100)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				r := bufio.NewReader(c)
-				for {
-					line, err := r.ReadString('\n')
-					if err != nil {
-						return
-					}
-					got <- line
-					if _, err := io.WriteString(c, line); err != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	return ln.Addr().String(), got
-}
-
+// startRecorded starts a Proxy in front of a line echo server that sends
+// every line it reads to the returned channel.
 func startRecorded(t *testing.T) (*Proxy, <-chan string) {
 	t.Helper()
-	addr, got := recorder(t)
-	p, err := Start(addr)
+	got := make(chan string, 100)
+	p, err := Start(serve(t, got))
 	if err != nil {
 		t.Fatal(err)
 	}

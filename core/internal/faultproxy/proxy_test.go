@@ -16,7 +16,11 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // echo starts a line echo server and returns its address.
-func echo(t *testing.T) string {
+func echo(t *testing.T) string { return serve(t, nil) }
+
+// serve starts a line echo server that also sends every line it reads to
+// got, unless got is nil, and returns its address.
+func serve(t *testing.T, got chan<- string) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -37,7 +41,7 @@ func echo(t *testing.T) string {
 			conns = append(conns, c)
 			mu.Unlock()
 			wg.Add(1)
-			go func() { defer wg.Done(); _, _ = io.Copy(c, c) }()
+			go func() { defer wg.Done(); echoLines(c, got) }()
 		}
 	}()
 	t.Cleanup(func() {
@@ -50,6 +54,24 @@ func echo(t *testing.T) string {
 		wg.Wait()
 	})
 	return ln.Addr().String()
+}
+
+// echoLines writes back each line read from c, after sending it to got
+// when got is not nil, until c fails.
+func echoLines(c net.Conn, got chan<- string) {
+	r := bufio.NewReader(c)
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return
+		}
+		if got != nil {
+			got <- line
+		}
+		if _, err := io.WriteString(c, line); err != nil {
+			return
+		}
+	}
 }
 
 func start(t *testing.T) *Proxy {
