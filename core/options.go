@@ -19,9 +19,9 @@ type config struct {
 	limits   map[string]int64
 	maxIdle  int
 
-	reentrant   bool          // WithReentrant
-	quorumDrift time.Duration // WithClockDrift
-	quorumSplit time.Duration // WithSplitWait
+	reentrant    bool          // WithReentrant
+	quorumDrift  time.Duration // WithClockDrift
+	quorumAnswer time.Duration // WithMasterTimeout
 }
 
 func defaultConfig() config {
@@ -76,6 +76,8 @@ type AcquireOption func(*acquireConfig)
 type acquireConfig struct {
 	weight int64
 	ttl    time.Duration
+
+	queued func() // called when a Redis waiter has queued (Quorum)
 }
 
 // WithWeight asks for n permits at once. The default is 1. A weight above

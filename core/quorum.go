@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -84,10 +85,12 @@ type Quorum struct {
 	cfg      config
 	fallback *Local
 
-	mu     sync.Mutex
-	closed bool
-	stop   chan struct{}
-	wg     sync.WaitGroup // every goroutine a Quorum starts
+	mu      sync.Mutex
+	closed  bool
+	waiting map[*quorumHold]struct{} // Acquire calls under way
+	fails   []atomic.Int64           // per master: backend errors seen
+	stop    chan struct{}
+	wg      sync.WaitGroup // every goroutine a Quorum starts
 }
 
 var _ Semaphore = (*Quorum)(nil)
@@ -123,19 +126,21 @@ func newQuorum(clients []redis.UniversalClient, name string, limit int64, all bo
 	}
 	cfg := buildConfig(opts)
 	checkName(name)
-	q := &Quorum{name: name, limit: limit, all: all, cfg: cfg, stop: make(chan struct{})}
-	nodeCfg := cfg
-	nodeCfg.policy = FailClosed
-	nodeCfg.reentrant = false
-	nodeCfg.observer = ObserverFunc(func(e Event) { // backend errors only: the quorum reports the rest
-		if e.Kind == EventBackendError {
-			cfg.observe(e)
-		}
-	})
-	for _, c := range clients {
+	q := &Quorum{name: name, limit: limit, all: all, cfg: cfg, stop: make(chan struct{}),
+		waiting: make(map[*quorumHold]struct{}), fails: make([]atomic.Int64, len(clients))}
+	for i, c := range clients {
 		if c == nil {
 			panic("core: NewQuorum expects non-nil clients")
 		}
+		nodeCfg := cfg
+		nodeCfg.policy = FailClosed
+		nodeCfg.reentrant = false
+		nodeCfg.observer = ObserverFunc(func(e Event) { // backend errors only: the quorum reports the rest
+			if e.Kind == EventBackendError {
+				cfg.observe(e)
+				q.masterFailed(i)
+			}
+		})
 		q.nodes = append(q.nodes, newRedisBackend(c, nodeCfg).semaphore(name, limit, true))
 	}
 	if cfg.policy.mode == 2 {
@@ -151,11 +156,12 @@ func newQuorum(clients []redis.UniversalClient, name string, limit int64, all bo
 // that default. Ignored by the other semaphores.
 func WithClockDrift(d time.Duration) Option { return func(c *config) { c.quorumDrift = d } }
 
-// WithSplitWait sets how long a quorum contender that holds some but not
-// enough grants waits (a random time between d and 2d) before it gives
-// them back and queues again on those masters (see Quorum). The default is
-// 50ms. Ignored by the other semaphores.
-func WithSplitWait(d time.Duration) Option { return func(c *config) { c.quorumSplit = d } }
+// WithMasterTimeout sets how long a quorum Acquire (NewQuorum, NewAllOf)
+// waits for a master to answer its request (grant it, or queue it) before
+// it skips that master as down or stalled and asks the next one. A master
+// that queued the request is waited for as long as ctx allows. The default
+// is a tenth of the lease TTL. Ignored by the other semaphores.
+func WithMasterTimeout(d time.Duration) Option { return func(c *config) { c.quorumAnswer = d } }
 
 // quorum returns how many masters must grant a permit: all of them for
 // NewAllOf; for NewQuorum the smallest q with q·(L+1) > N·L, for N masters
@@ -179,13 +185,6 @@ func (q *Quorum) drift(ttl time.Duration) time.Duration {
 		return q.cfg.quorumDrift
 	}
 	return ttl/100 + 2*time.Millisecond
-}
-
-func (q *Quorum) splitWait() time.Duration {
-	if q.cfg.quorumSplit > 0 {
-		return q.cfg.quorumSplit
-	}
-	return 50 * time.Millisecond
 }
 
 // Acquire blocks until the required number of masters grant the permits
@@ -244,9 +243,9 @@ func (q *Quorum) SetLimit(ctx context.Context, limit int64) error {
 }
 
 // Stats asks every master and reports, over those that answer (at least
-// the required number, or an ErrUnavailable error): the highest limit and
-// permits in use, and the lowest number of waiters (a waiter counts once it
-// has queued on every master that answered).
+// the required number, or an ErrUnavailable error): the highest limit,
+// permits in use and number of waiters any of them reports. (A waiter
+// queues on the masters one after the other, first on the first.)
 func (q *Quorum) Stats(ctx context.Context) (Stats, error) {
 	all, err := each(ctx, q, "stats", func(ctx context.Context, s *Redis) (Stats, error) { return s.Stats(ctx) })
 	if err != nil {
@@ -254,7 +253,7 @@ func (q *Quorum) Stats(ctx context.Context) (Stats, error) {
 	}
 	st := all[0]
 	for _, o := range all[1:] {
-		st.Limit, st.InUse, st.Waiting = max(st.Limit, o.Limit), max(st.InUse, o.InUse), min(st.Waiting, o.Waiting)
+		st.Limit, st.InUse, st.Waiting = max(st.Limit, o.Limit), max(st.InUse, o.InUse), max(st.Waiting, o.Waiting)
 	}
 	return st, nil
 }
@@ -279,6 +278,17 @@ func (q *Quorum) Close() error {
 	}
 	q.wg.Wait()
 	return errors.Join(errs...)
+}
+
+// masterFailed wakes the Acquire calls under way: those queued on master i
+// stop waiting for it (see skipFailed).
+func (q *Quorum) masterFailed(i int) {
+	q.fails[i].Add(1)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for h := range q.waiting {
+		h.poke()
+	}
 }
 
 // report passes a backend error to WithOnError and the observer.

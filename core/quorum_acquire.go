@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -18,14 +17,17 @@ type quorumHold struct {
 	a    acquireConfig
 	opts []AcquireOption // for the masters: the weight and lease TTL
 	try  bool
-	stop context.CancelFunc // ends the masters' waits
+	stop context.CancelFunc // ends the masters' requests
 
 	mu      sync.Mutex
-	state   int         // holdAcquiring, holdHeld or holdDone
-	perm    []*Permit   // per master: its grant, or nil
-	errs    []error     // per master: why its last request failed
-	started []time.Time // per master: when its last request was sent
-	running []bool      // per master: a request is under way
+	state   int                  // holdAcquiring, holdHeld or holdDone
+	perm    []*Permit            // per master: its grant, or nil
+	errs    []error              // per master: why its last request failed
+	started []time.Time          // per master: when its last request was sent
+	running []bool               // per master: a request is under way
+	queued  []bool               // per master: its request is queued there
+	cancel  []context.CancelFunc // per master: ends its request
+	failsAt []int64              // per master: its backend errors when asked
 	nodes   sync.WaitGroup
 	alive   int // held: grants whose lease is not lost
 	wake    chan struct{}
@@ -38,6 +40,9 @@ const (
 	holdHeld
 	holdDone
 )
+
+// errNoAnswer is why a master that did not answer in time was skipped.
+var errNoAnswer = errors.New("core: the master did not answer within WithMasterTimeout")
 
 func (q *Quorum) acquire(ctx context.Context, try bool, opts []AcquireOption) (*Permit, error) {
 	a, err := buildAcquire(q.cfg.leaseTTL, opts)
@@ -63,28 +68,45 @@ func (q *Quorum) acquire(ctx context.Context, try bool, opts []AcquireOption) (*
 	h := &quorumHold{q: q, a: a, try: try, stop: stop,
 		opts: []AcquireOption{WithWeight(a.weight), WithLeaseTTL(a.ttl)},
 		perm: make([]*Permit, n), errs: make([]error, n), started: make([]time.Time, n),
-		running: make([]bool, n), wake: make(chan struct{}, 1), lost: make(chan struct{}), done: make(chan struct{})}
+		running: make([]bool, n), queued: make([]bool, n), cancel: make([]context.CancelFunc, n),
+		failsAt: make([]int64, n),
+		wake:    make(chan struct{}, 1), lost: make(chan struct{}), done: make(chan struct{})}
 	start := time.Now()
-	h.mu.Lock()
-	for i := range n {
-		h.ask(wctx, i, nil)
-	}
-	h.mu.Unlock()
-
-	var split *time.Timer
-	var splitC <-chan time.Time
+	q.mu.Lock()
+	q.waiting[h] = struct{}{}
+	q.mu.Unlock()
 	defer func() {
-		if split != nil {
-			split.Stop()
-		}
+		q.mu.Lock()
+		delete(q.waiting, h)
+		q.mu.Unlock()
 	}()
+
+	// TryAcquire asks every master at once. Acquire asks them one after
+	// the other, in the order of the clients, and asks the next only once
+	// the previous one granted or failed: see Quorum for why.
+	next := 0
+	answer := time.NewTimer(time.Hour)
+	defer answer.Stop()
+	askNext := func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if try {
+			for ; next < n; next++ {
+				h.ask(wctx, next)
+			}
+			return
+		}
+		h.ask(wctx, next)
+		next++
+		answer.Reset(q.masterTimeout(a.ttl))
+	}
+	askNext()
 	waited := false
 	for {
 		select {
 		case <-h.wake:
-		case <-splitC:
-			splitC = nil
-			h.giveBackSplit(wctx, q.quorum())
+		case <-answer.C:
+			h.skipSilent(next - 1)
 			continue
 		case <-ctx.Done():
 			h.rollback(ctx)
@@ -95,50 +117,60 @@ func (q *Quorum) acquire(ctx context.Context, try bool, opts []AcquireOption) (*
 			h.rollback(ctx)
 			return nil, ErrClosed
 		}
-		granted, running := h.count()
+		h.skipFailed()
+		granted, running, answered := h.count(next - 1)
 		need := q.quorum()
 		switch {
 		case granted >= need:
-			p, err := h.finish(ctx, wctx, start, need)
+			p, err := h.finish(ctx, start, need)
 			if p != nil || err != nil {
+				h.mu.Lock()
+				for ; next < n && p != nil; next++ {
+					h.ask(wctx, next) // the others join the permit as they grant
+				}
+				h.mu.Unlock()
 				return p, err
 			}
-			continue // the window passed: rolled back, asking again
-		case granted+running < need:
+			next = 0 // the window passed and every grant was given back
+			askNext()
+		case granted+running+n-next < need:
 			err := h.failure(ctx, need)
 			h.rollback(ctx)
 			if !errors.Is(err, ErrUnavailable) {
 				return nil, err
 			}
 			return h.failedWith(ctx, opts, err)
-		case granted > 0 && splitC == nil && !try:
-			d := q.splitWait()
-			d += rand.N(d + 1)
-			if split == nil {
-				split = time.NewTimer(d)
-			} else {
-				split.Reset(d)
-			}
-			splitC = split.C
+		case running == 0 && next < n:
+			askNext()
 		}
-		if !waited && !try {
+		if answered {
+			answer.Stop()
+		}
+		if !waited && !try && running > 0 {
 			waited = true
 			q.cfg.observe(Event{Kind: EventWait, Name: q.name, Weight: a.weight})
 		}
 	}
 }
 
-// ask sends master i a request (after giving back its previous grant old,
-// if any). h.mu must be held.
-func (h *quorumHold) ask(ctx context.Context, i int, old *Permit) {
-	h.running[i] = true
+// masterTimeout is how long Acquire waits for a master to answer.
+func (q *Quorum) masterTimeout(ttl time.Duration) time.Duration {
+	if q.cfg.quorumAnswer > 0 {
+		return q.cfg.quorumAnswer
+	}
+	return ttl / 10
+}
+
+// ask sends master i a request. h.mu must be held.
+func (h *quorumHold) ask(wctx context.Context, i int) {
+	ctx, cancel := context.WithCancel(wctx)
+	h.running[i], h.queued[i], h.cancel[i] = true, false, cancel
+	h.failsAt[i] = h.q.fails[i].Load()
 	h.errs[i] = nil
 	h.nodes.Add(1)
 	h.q.spawn(func() {
 		defer h.nodes.Done()
-		if old != nil {
-			_ = old.ReleaseDetached(ctx, old.ttlDuration())
-		}
+		defer cancel()
 		s := h.q.nodes[i]
 		sent := time.Now()
 		var p *Permit
@@ -146,14 +178,24 @@ func (h *quorumHold) ask(ctx context.Context, i int, old *Permit) {
 		if h.try {
 			p, err = s.TryAcquire(ctx, h.opts...)
 		} else {
-			p, err = s.Acquire(ctx, h.opts...)
+			p, err = s.Acquire(ctx, append(slices.Clip(h.opts), func(a *acquireConfig) {
+				a.queued = func() {
+					h.mu.Lock()
+					h.queued[i] = h.running[i]
+					h.mu.Unlock()
+					h.poke()
+				}
+			})...)
 		}
 		h.mu.Lock()
-		h.running[i] = false
+		h.running[i], h.queued[i] = false, false
 		h.started[i] = sent
 		switch h.state {
 		case holdAcquiring:
-			h.perm[i], h.errs[i] = p, err
+			h.perm[i] = p
+			if h.errs[i] == nil {
+				h.errs[i] = err
+			}
 		case holdHeld:
 			if p != nil { // a late grant joins the permit
 				h.perm[i] = p
@@ -162,22 +204,54 @@ func (h *quorumHold) ask(ctx context.Context, i int, old *Permit) {
 		default:
 			if p != nil {
 				h.mu.Unlock()
-				_ = p.ReleaseDetached(ctx, p.ttlDuration())
+				_ = p.ReleaseDetached(wctx, p.ttlDuration())
 				return
 			}
 		}
 		h.mu.Unlock()
-		select {
-		case h.wake <- struct{}{}:
-		default:
-		}
+		h.poke()
 	})
+}
+
+func (h *quorumHold) poke() {
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
 }
 
 func (p *Permit) ttlDuration() time.Duration { return time.Duration(p.ttl) * time.Millisecond }
 
-// count returns the grants held and the requests under way.
-func (h *quorumHold) count() (granted, running int) {
+// skipSilent gives up on master i if it has neither granted nor queued the
+// request yet (it is down or stalled), so that Acquire moves on.
+func (h *quorumHold) skipSilent(i int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if i >= 0 && h.running[i] && !h.queued[i] {
+		h.errs[i] = unavailable("acquire", h.q.name, errNoAnswer)
+		h.cancel[i]()
+		h.q.report(h.errs[i])
+	}
+}
+
+// skipFailed gives up on the masters that reported a backend error since
+// they were asked (a failed heartbeat, a lost pub/sub connection): a
+// request queued on a master that died would otherwise wait for a grant
+// that never comes.
+func (h *quorumHold) skipFailed() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i, run := range h.running {
+		if run && h.q.fails[i].Load() != h.failsAt[i] {
+			h.errs[i] = unavailable("acquire", h.q.name, fmt.Errorf("master %d failed while the request waited", i))
+			h.cancel[i]()
+		}
+	}
+}
+
+// count returns the grants held and the requests under way, and whether
+// master cur has answered.
+func (h *quorumHold) count(cur int) (granted, running int, answered bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for i, p := range h.perm {
@@ -188,35 +262,13 @@ func (h *quorumHold) count() (granted, running int) {
 			running++
 		}
 	}
-	return granted, running
-}
-
-// giveBackSplit gives back the grants of a split vote and queues again on
-// those masters; it keeps its place on the others.
-func (h *quorumHold) giveBackSplit(ctx context.Context, need int) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	granted := 0
-	for _, p := range h.perm {
-		if p != nil {
-			granted++
-		}
-	}
-	if granted >= need || granted == 0 {
-		return
-	}
-	for i, p := range h.perm {
-		if p != nil {
-			h.perm[i] = nil
-			h.ask(ctx, i, p)
-		}
-	}
+	return granted, running, cur < 0 || !h.running[cur] || h.queued[cur]
 }
 
 // finish checks the validity window of the grants and raises the masters'
-// tokens. It returns the permit; or nil, nil after giving the grants back
-// and asking again (the window passed); or an error (TryAcquire).
-func (h *quorumHold) finish(ctx, wctx context.Context, start time.Time, need int) (*Permit, error) {
+// tokens. It returns the permit; or nil, nil after giving every grant back
+// (the window passed: the caller asks again); or an error (TryAcquire).
+func (h *quorumHold) finish(ctx context.Context, start time.Time, need int) (*Permit, error) {
 	q := h.q
 	h.mu.Lock()
 	type grant struct {
@@ -264,13 +316,11 @@ func (h *quorumHold) finish(ctx, wctx context.Context, start time.Time, need int
 		}
 		q.report(unavailable("acquire", q.name, why))
 		h.mu.Lock()
-		for i, p := range h.perm {
-			if p != nil {
-				h.perm[i] = nil
-				h.ask(wctx, i, p)
-			}
-		}
+		perms := h.takeAll()
 		h.mu.Unlock()
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.a.ttl)
+		defer cancel()
+		releaseAll(rctx, perms)
 		return nil, nil
 	}
 	p := &Permit{owner: h, weight: h.a.weight, token: tok, ttl: h.a.ttl.Milliseconds(), lost: h.lost, grantUS: grantUS}

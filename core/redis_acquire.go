@@ -79,6 +79,9 @@ func (s *Redis) wait(ctx context.Context, a acquireConfig) (p *Permit, err error
 			return s.granted(w.id, a, r.value, r.nowUS, since(start)), nil
 		}
 		s.b.queued(w, r.value)
+		if a.queued != nil {
+			a.queued()
+		}
 		queueUS = r.nowUS
 		if start.IsZero() {
 			start = time.Now()
