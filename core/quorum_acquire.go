@@ -28,6 +28,7 @@ type quorumHold struct {
 	queued  []bool               // per master: its request is queued there
 	cancel  []context.CancelFunc // per master: ends its request
 	failsAt []int64              // per master: its backend errors when asked
+	seq     []int                // per master: the number of its current request
 	nodes   sync.WaitGroup
 	alive   int // held: grants whose lease is not lost
 	wake    chan struct{}
@@ -69,8 +70,8 @@ func (q *Quorum) acquire(ctx context.Context, try bool, opts []AcquireOption) (*
 		opts: []AcquireOption{WithWeight(a.weight), WithLeaseTTL(a.ttl)},
 		perm: make([]*Permit, n), errs: make([]error, n), started: make([]time.Time, n),
 		running: make([]bool, n), queued: make([]bool, n), cancel: make([]context.CancelFunc, n),
-		failsAt: make([]int64, n),
-		wake:    make(chan struct{}, 1), lost: make(chan struct{}), done: make(chan struct{})}
+		failsAt: make([]int64, n), seq: make([]int, n),
+		wake: make(chan struct{}, 1), lost: make(chan struct{}), done: make(chan struct{})}
 	start := time.Now()
 	q.mu.Lock()
 	q.waiting[h] = struct{}{}
@@ -166,6 +167,8 @@ func (h *quorumHold) ask(wctx context.Context, i int) {
 	ctx, cancel := context.WithCancel(wctx)
 	h.running[i], h.queued[i], h.cancel[i] = true, false, cancel
 	h.failsAt[i] = h.q.fails[i].Load()
+	h.seq[i]++
+	mine := h.seq[i]
 	h.errs[i] = nil
 	h.nodes.Add(1)
 	h.q.spawn(func() {
@@ -181,26 +184,37 @@ func (h *quorumHold) ask(wctx context.Context, i int) {
 			p, err = s.Acquire(ctx, append(slices.Clip(h.opts), func(a *acquireConfig) {
 				a.queued = func() {
 					h.mu.Lock()
-					h.queued[i] = h.running[i]
+					h.queued[i] = h.running[i] && h.seq[i] == mine
 					h.mu.Unlock()
 					h.poke()
 				}
 			})...)
 		}
 		h.mu.Lock()
-		h.running[i], h.queued[i] = false, false
-		h.started[i] = sent
-		switch h.state {
-		case holdAcquiring:
+		stale := h.seq[i] != mine // skipped, or asked again since
+		if !stale {
+			h.running[i], h.queued[i] = false, false
+			h.started[i] = sent
+		}
+		switch {
+		case stale && h.state != holdHeld:
+			if p != nil { // too late to count: out of order
+				h.mu.Unlock()
+				_ = p.ReleaseDetached(wctx, p.ttlDuration())
+				return
+			}
+		case h.state == holdAcquiring:
 			h.perm[i] = p
 			if h.errs[i] == nil {
 				h.errs[i] = err
 			}
-		case holdHeld:
-			if p != nil { // a late grant joins the permit
-				h.perm[i] = p
-				h.watch(p)
-			}
+		case h.state == holdHeld && p != nil && h.perm[i] == nil: // a late grant joins the permit
+			h.perm[i] = p
+			h.watch(p)
+		case h.state == holdHeld && p != nil:
+			h.mu.Unlock()
+			_ = p.ReleaseDetached(wctx, p.ttlDuration())
+			return
 		default:
 			if p != nil {
 				h.mu.Unlock()
@@ -228,10 +242,18 @@ func (h *quorumHold) skipSilent(i int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if i >= 0 && h.running[i] && !h.queued[i] {
-		h.errs[i] = unavailable("acquire", h.q.name, errNoAnswer)
-		h.cancel[i]()
+		h.skip(i, unavailable("acquire", h.q.name, errNoAnswer))
 		h.q.report(h.errs[i])
 	}
+}
+
+// skip ends the request to master i and counts it as failed with err at
+// once, even if the master is too stalled for the request to end soon: a
+// grant it still brings is given back. h.mu must be held.
+func (h *quorumHold) skip(i int, err error) {
+	h.cancel[i]()
+	h.seq[i]++
+	h.running[i], h.queued[i], h.errs[i] = false, false, err
 }
 
 // skipFailed gives up on the masters that reported a backend error since
@@ -243,8 +265,7 @@ func (h *quorumHold) skipFailed() {
 	defer h.mu.Unlock()
 	for i, run := range h.running {
 		if run && h.q.fails[i].Load() != h.failsAt[i] {
-			h.errs[i] = unavailable("acquire", h.q.name, fmt.Errorf("master %d failed while the request waited", i))
-			h.cancel[i]()
+			h.skip(i, unavailable("acquire", h.q.name, fmt.Errorf("master %d failed while the request waited", i)))
 		}
 	}
 }
@@ -374,6 +395,15 @@ func (h *quorumHold) rollback(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.a.ttl)
 	defer cancel()
 	releaseAll(ctx, perms)
+	h.waitRequests(ctx)
+}
+
+// waitRequests waits for the requests still under way to end (they were
+// cancelled), for at most WithMasterTimeout: a stalled master's request
+// may take longer, and gives back its grant by itself.
+func (h *quorumHold) waitRequests(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, h.q.masterTimeout(h.a.ttl))
+	defer cancel()
 	waitGroup(ctx, &h.nodes)
 }
 

@@ -22,8 +22,9 @@ type RedisProc struct {
 	dir  string
 	tb   testing.TB
 
-	mu  sync.Mutex
-	cmd *exec.Cmd
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when cmd has exited
 }
 
 var portSeq atomic.Int64
@@ -40,11 +41,18 @@ func StartRedis(tb testing.TB) *RedisProc {
 		}
 		tb.Skipf("redis-server not found: %v", err)
 	}
-	r := &RedisProc{port: freePort(tb), dir: tb.TempDir(), tb: tb}
-	r.Addr = "127.0.0.1:" + strconv.Itoa(r.port)
-	r.Start()
+	r := &RedisProc{dir: tb.TempDir(), tb: tb}
 	tb.Cleanup(r.Kill)
-	return r
+	var err error
+	for range 3 { // a port found free may be taken before the server binds it
+		r.port = freePort(tb)
+		r.Addr = "127.0.0.1:" + strconv.Itoa(r.port)
+		if err = r.start(); err == nil {
+			return r
+		}
+	}
+	tb.Fatal(err)
+	return nil
 }
 
 func freePort(tb testing.TB) int {
@@ -70,18 +78,26 @@ func freePort(tb testing.TB) int {
 // server answers PING.
 func (r *RedisProc) Start() {
 	r.tb.Helper()
+	if err := r.start(); err != nil {
+		r.tb.Fatal(err)
+	}
+}
+
+func (r *RedisProc) start() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.cmd != nil {
-		return
+		return nil
 	}
 	cmd := exec.Command("redis-server", "--port", strconv.Itoa(r.port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", r.dir, "--enable-debug-command", "yes",
 		"--logfile", filepath.Join(r.dir, "redis.log"))
 	if err := cmd.Start(); err != nil {
-		r.tb.Fatalf("start redis-server: %v", err)
+		return fmt.Errorf("start redis-server: %w", err)
 	}
-	r.cmd = cmd
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	r.cmd, r.exited = cmd, exited
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		c, err := net.DialTimeout("tcp", r.Addr, time.Second)
@@ -95,11 +111,21 @@ func (r *RedisProc) Start() {
 			}
 			_ = c.Close()
 			if err == nil && string(buf[:n]) == "+PONG\r\n" {
-				return
+				return nil
 			}
 		}
+		select {
+		case <-exited:
+			log, _ := os.ReadFile(filepath.Join(r.dir, "redis.log"))
+			r.cmd = nil
+			return fmt.Errorf("redis-server on %s exited: %s", r.Addr, log)
+		default:
+		}
 		if time.Now().After(deadline) {
-			r.tb.Fatalf("redis-server on %s did not answer: %v", r.Addr, err)
+			_ = cmd.Process.Kill()
+			<-exited
+			r.cmd = nil
+			return fmt.Errorf("redis-server on %s did not answer: %v", r.Addr, err)
 		}
 		time.Sleep(10 * time.Millisecond) // polling a starting process: no event to wait on
 	}
@@ -114,7 +140,7 @@ func (r *RedisProc) Kill() {
 		return
 	}
 	_ = r.cmd.Process.Kill()
-	_ = r.cmd.Wait()
+	<-r.exited
 	r.cmd = nil
 }
 
