@@ -14,69 +14,84 @@ import (
 
 // Quorum is a semaphore over several independent Redis masters (not
 // replicas of each other): a permit counts only when enough of them grant
-// it, as in Redlock (NewQuorum: a majority) or in Redisson's MultiLock
-// (NewAllOf: every master). Each master runs an ordinary Redis semaphore of
-// this package, with its own leases, FIFO queue, renewal loop and pub/sub
-// listener.
+// it, as in Redlock (NewQuorum) or in Redisson's MultiLock (NewAllOf: every
+// master). Each master runs an ordinary Redis semaphore of this package,
+// with its own leases, FIFO queue, renewal loop and pub/sub listener.
+//
+// # How many masters must grant
+//
+// NewAllOf: all N. NewQuorum: the smallest q with q·(L+1) > N·L for the
+// limit L, so that any L+1 permits share a master, which grants at most L.
+// For L = 1 (a lock) that is a majority, as in Redlock. A majority is not
+// enough above 1: at L = 2 three permits granted by masters {0,1}, {1,2}
+// and {0,2} of 3 fit every master. So q grows with L (3 masters: 2 for
+// L = 1, 3 from L = 2; 5 masters: 3, 4, 4, then 5 from L = 4), and the
+// number of masters that may fail, N − q, shrinks to 0: for a large limit
+// a quorum buys no availability over NewAllOf.
 //
 // # How a permit is granted
 //
-// Acquire queues on every master at once. It succeeds when the required
-// number of masters have granted within the validity window: for each
-// grant, the local time at which its lease is known to have started (the
-// send time of the request, plus the master's own TIME difference between
-// queueing and grant for a handed-off permit) plus the lease TTL, minus the
-// clock drift allowance (WithClockDrift), must still lie in the future for
-// the required number of masters. Otherwise, or when Acquire gives up, every
-// grant is released on every master (rolled back). After success the
-// remaining masters keep granting in the background (their grants join the
-// permit, so that the masters agree), until the permit is released.
+// Acquire asks the masters one after the other, in the order of clients,
+// and asks the next one only once the previous one granted or failed; it
+// succeeds once q have granted within the validity window, as in Redlock:
+// the local time at which each lease is known to have started at the
+// latest (the request's send time, plus the master's own TIME between
+// queueing and grant for a permit handed over later) plus the lease TTL,
+// minus the clock drift allowance (WithClockDrift), must still lie ahead
+// for q of them. Otherwise, or when Acquire gives up, every grant is
+// released on every master (rolled back). After success the remaining
+// masters are asked in the background, and their grants join the permit
+// until it is released, so that a permit held long is held on every master
+// that is up. TryAcquire asks all masters at once, never queues, and rolls
+// back if fewer than q grant.
 //
-// # Split votes
+// A master that neither grants nor queues the request within
+// WithMasterTimeout (down or stalled), or that reports a backend error
+// while the request is queued there, is skipped. Release waits for every
+// master's answer, bounded by its ctx.
 //
-// Contenders that queue in a different order on different masters can split
-// the votes: each holds some masters and waits for the others. A contender
-// that holds some but not enough grants for a random time between the split
-// wait and twice it (WithSplitWait, default 50ms) gives those grants back
-// and queues again on those masters only; it keeps its place on the masters
-// where it still waits. The random wait breaks the symmetry, so one
-// contender reaches the quorum and the split cannot last forever.
+// # No split votes, FIFO
 //
-// FIFO holds among contenders that queued on the masters in the same order
-// (for example, one after the other): they are granted in that order. It
-// does not hold between contenders that queued at nearly the same time (the
-// masters may see them in different orders) nor for one that gave back a
-// split vote: it queues again at the back of those masters' queues.
+// Contenders that queued on all masters at once could split the votes:
+// each holding some masters and waiting for the others, for ever. Asking
+// the masters in one fixed order rules that out (a holder of master i only
+// ever waits for masters after i, so no cycle of waits can form), without
+// timers or random back-off. It keeps FIFO order: contenders are served in
+// the order in which they queued on the first master that is up. FIFO does
+// not hold across a change of that master (it went down, or a request
+// skipped it), nor for a contender whose grants outlived the validity
+// window: it starts again at the back. The price is latency: q round trips
+// one after the other when no one waits, against one for a single Redis.
 //
 // # Tokens
 //
-// A permit's token is the largest token its granting masters gave it.
-// Before Acquire returns it raises the token counter of the required number
-// of masters to that value, so: if Acquire of permit B was called after
-// Acquire of permit A returned, and no master lost its data in between,
-// then B.Token() > A.Token(), because the two sets of masters intersect (a
-// majority each, or all) and the master they share grants B a token above
-// the counter A raised. Masters' tokens are also their server time in
+// A permit's token is the largest token its q masters gave it. Before
+// Acquire returns it raises the token counter of q masters to that value
+// (one more round trip, in parallel; script lua/quorum_floor.lua). So if
+// Acquire of permit B was called after Acquire of permit A returned, and no
+// master lost its data in between, then B.Token() > A.Token(): the two sets
+// of q masters share a master (q > N/2), whose next token is above the
+// counter A raised. Masters' tokens are also their server time in
 // microseconds, so across a master that lost its data tokens still increase
 // as long as the masters' clocks agree to better than the time between the
 // two grants.
 //
 // # What it does not guarantee
 //
-// The quorum tolerates the loss of a minority of masters (NewAllOf: none):
-// a crashed, stalled or partitioned master, or one that restarted empty.
-// Its safety still rests on timing, as the Redlock debate showed
-// (Kleppmann, "How to do distributed locking", 2016; antirez, "Is Redlock
-// safe?", 2016; the Redis documentation's own disclaimer): a holder paused
-// (GC, swap, a stopped VM) for longer than its lease, a master whose clock
-// jumps forward (Redis expires leases by wall-clock time), or a master that
-// restarts empty within one lease TTL while another master of the majority
-// also forgets, can each let two holders exceed the limit. Use the
-// semaphore to protect capacity; where a resource must reject a stale
-// holder, pass Permit.Token to it and have it refuse tokens older than the
-// newest it has seen. Keep a crashed master down for one lease TTL before
-// it rejoins empty, and keep the masters' clocks free of jumps (slewing
-// NTP).
+// The quorum tolerates the loss of N − q masters: crashed, stalled,
+// partitioned, or restarted empty. Its safety still rests on timing, as the
+// Redlock debate showed (Kleppmann, "How to do distributed locking", 2016;
+// antirez, "Is Redlock safe?", 2016; the Redis documentation's disclaimer;
+// see the project's PRIOR_ART §4): a holder paused (GC, swap, a stopped VM)
+// for longer than its lease, a master whose clock jumps forward (Redis ends
+// leases by wall-clock time), or a master that restarts empty while it
+// still counted for a permit, can each let the permits in use exceed the
+// limit. Use the semaphore to protect capacity; where a resource must
+// reject a stale holder, pass Permit.Token to it and have it refuse tokens
+// older than the newest it has seen. Stop work when Permit.Lost closes
+// (fewer than q masters still keep the lease). Keep a crashed master down
+// for one lease TTL before it rejoins empty (as the Redis documentation
+// advises), and keep the masters' clocks free of jumps (slewing NTP).
 type Quorum struct {
 	nodes    []*Redis
 	name     string
@@ -101,13 +116,15 @@ var luaQuorumFloor string
 var scriptQuorumFloor = redis.NewScript(luaQuorumFloor)
 
 // NewQuorum returns the semaphore name of limit permits over the
-// independent masters clients, of which a majority (len(clients)/2 + 1)
-// must grant every permit. Use an odd number of masters, 3 or 5: a fourth
-// master raises the majority without tolerating one more failure. Options
+// independent masters clients, enough of which must grant every permit
+// that the limit holds: a majority for limit 1 (see Quorum). Use an odd
+// number of masters, 3 or 5: a fourth master raises the majority without
+// tolerating one more failure. Options
 // are those of NewRedis (each master's semaphore uses them, but always
-// fails closed) plus WithClockDrift and WithSplitWait; WithFailurePolicy
-// applies when fewer than a majority of masters can be reached. It panics
-// on no clients, a nil client, a limit <= 0 or a bad name.
+// fails closed) plus WithClockDrift and WithMasterTimeout;
+// WithFailurePolicy applies when too few masters can be reached. Give every
+// process the masters in the same order. It panics on no clients, a nil
+// client, a limit <= 0 or a bad name.
 func NewQuorum(clients []redis.UniversalClient, name string, limit int64, opts ...Option) *Quorum {
 	return newQuorum(clients, name, limit, false, opts)
 }
