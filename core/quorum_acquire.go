@@ -119,7 +119,7 @@ func (q *Quorum) acquire(ctx context.Context, try bool, opts []AcquireOption) (*
 			return nil, ErrClosed
 		}
 		h.skipFailed()
-		granted, running, answered := h.count(next - 1)
+		granted, running, answered, queued := h.count(next - 1)
 		need := q.quorum()
 		switch {
 		case granted >= need:
@@ -147,7 +147,7 @@ func (q *Quorum) acquire(ctx context.Context, try bool, opts []AcquireOption) (*
 		if answered {
 			answer.Stop()
 		}
-		if !waited && !try && running > 0 {
+		if !waited && queued {
 			waited = true
 			q.cfg.observe(Event{Kind: EventWait, Name: q.name, Weight: a.weight})
 		}
@@ -270,9 +270,9 @@ func (h *quorumHold) skipFailed() {
 	}
 }
 
-// count returns the grants held and the requests under way, and whether
-// master cur has answered.
-func (h *quorumHold) count(cur int) (granted, running int, answered bool) {
+// count returns the grants held and the requests under way, whether
+// master cur has answered, and whether a master queued the request.
+func (h *quorumHold) count(cur int) (granted, running int, answered, queued bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for i, p := range h.perm {
@@ -282,6 +282,7 @@ func (h *quorumHold) count(cur int) (granted, running int, answered bool) {
 		if h.running[i] {
 			running++
 		}
+		queued = queued || h.queued[i]
 	}
-	return granted, running, cur < 0 || !h.running[cur] || h.queued[cur]
+	return granted, running, cur < 0 || !h.running[cur] || h.queued[cur], queued
 }
