@@ -321,3 +321,31 @@ func TestQuorumSizeKeepsTheLimit(t *testing.T) {
 	wantStats(t, n0, 1, 0)
 	wantStats(t, n2, 1, 0)
 }
+
+// TestQuorumRollsBackPartialGrants: an Acquire that got master 0 but waits
+// for master 1 (held by someone else) gives master 0 back when its ctx
+// ends, and leaves nothing queued anywhere.
+func TestQuorumRollsBackPartialGrants(t *testing.T) {
+	prefix := uniquePrefix(t)
+	cs := clientsOf(t, masters(t, 3))
+	other := core.NewRedis(cs[1], "partial", 1, core.WithKeyPrefix(prefix))
+	defer other.Close()
+	held := tryAcquire(t, other) // master 1 is taken
+	m0 := core.NewRedis(cs[0], "partial", 1, core.WithKeyPrefix(prefix))
+	defer m0.Close()
+	q := core.NewQuorum(cs, "partial", 1, core.WithKeyPrefix(prefix), core.WithMasterTimeout(time.Minute))
+	defer q.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { _, err := q.Acquire(ctx); errc <- err }()
+	waitQueued(t, other, 1) // granted on master 0, queued on master 1
+	wantStats(t, m0, 1, 0)
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Acquire: %v, want context.Canceled", err)
+	}
+	wantStats(t, m0, 0, 0)
+	wantStats(t, other, 1, 0)
+	ok(t, held.Release(context.Background()))
+	wantMastersEmpty(t, cs, []bool{true, true, true}, prefix, "partial")
+}
