@@ -5,6 +5,8 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,9 +33,9 @@ import (
 //
 // # How a permit is granted
 //
-// Acquire asks the masters one after the other, in the order of clients,
-// and asks the next one only once the previous one granted or failed; it
-// succeeds once q have granted within the validity window, as in Redlock:
+// Acquire asks the masters one after the other, in one order for every
+// process (see NewQuorum), and asks the next one only once the previous
+// one granted or failed; it succeeds once q have granted within the validity window, as in Redlock:
 // the local time at which each lease is known to have started at the
 // latest (the request's send time, plus the master's own TIME between
 // queueing and grant for a permit handed over later) plus the lease TTL,
@@ -122,8 +124,11 @@ var scriptQuorumFloor = redis.NewScript(luaQuorumFloor)
 // tolerating one more failure. Options
 // are those of NewRedis (each master's semaphore uses them, but always
 // fails closed) plus WithClockDrift and WithMasterTimeout;
-// WithFailurePolicy applies when too few masters can be reached. Give every
-// process the masters in the same order. It panics on no clients, a nil
+// WithFailurePolicy applies when too few masters can be reached. Every
+// process must ask the masters in the same order: NewQuorum sorts them by
+// address when every client is a *redis.Client (so name each master by
+// the same address everywhere), and otherwise keeps the order given (so
+// give it in the same order everywhere). It panics on no clients, a nil
 // client, a limit <= 0 or a bad name.
 func NewQuorum(clients []redis.UniversalClient, name string, limit int64, opts ...Option) *Quorum {
 	return newQuorum(clients, name, limit, false, opts)
@@ -143,6 +148,7 @@ func newQuorum(clients []redis.UniversalClient, name string, limit int64, all bo
 	}
 	cfg := buildConfig(opts)
 	checkName(name)
+	clients = ordered(clients)
 	q := &Quorum{name: name, limit: limit, all: all, cfg: cfg, stop: make(chan struct{}),
 		waiting: make(map[*quorumHold]struct{}), fails: make([]atomic.Int64, len(clients))}
 	for i, c := range clients {
@@ -164,6 +170,22 @@ func newQuorum(clients []redis.UniversalClient, name string, limit int64, all bo
 		q.fallback = newLocal(name, cfg.policy.fallback, cfg)
 	}
 	return q
+}
+
+// ordered returns the masters in the order every process must ask them
+// in: by address when every client is a *redis.Client, else as given.
+func ordered(clients []redis.UniversalClient) []redis.UniversalClient {
+	addr := make(map[redis.UniversalClient]string, len(clients))
+	for _, c := range clients {
+		rc, ok := c.(*redis.Client)
+		if !ok {
+			return clients
+		}
+		addr[c] = rc.Options().Addr
+	}
+	out := slices.Clone(clients)
+	slices.SortStableFunc(out, func(a, b redis.UniversalClient) int { return strings.Compare(addr[a], addr[b]) })
+	return out
 }
 
 // WithClockDrift sets the allowance for the difference between the rates

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -322,23 +323,28 @@ func TestQuorumSizeKeepsTheLimit(t *testing.T) {
 	wantStats(t, n2, 1, 0)
 }
 
-// TestQuorumRollsBackPartialGrants: an Acquire that got master 0 but waits
-// for master 1 (held by someone else) gives master 0 back when its ctx
-// ends, and leaves nothing queued anywhere.
+// TestQuorumRollsBackPartialGrants: an Acquire that got the first master
+// but waits for the second (held by someone else) gives the first back
+// when its ctx ends, and leaves nothing queued anywhere.
 func TestQuorumRollsBackPartialGrants(t *testing.T) {
 	prefix := uniquePrefix(t)
 	cs := clientsOf(t, masters(t, 3))
-	other := core.NewRedis(cs[1], "partial", 1, core.WithKeyPrefix(prefix))
+	// The quorum asks the masters in the order of their addresses.
+	byAddr := slices.Clone(cs)
+	slices.SortFunc(byAddr, func(a, b redis.UniversalClient) int {
+		return strings.Compare(a.(*redis.Client).Options().Addr, b.(*redis.Client).Options().Addr)
+	})
+	other := core.NewRedis(byAddr[1], "partial", 1, core.WithKeyPrefix(prefix))
 	defer other.Close()
-	held := tryAcquire(t, other) // master 1 is taken
-	m0 := core.NewRedis(cs[0], "partial", 1, core.WithKeyPrefix(prefix))
+	held := tryAcquire(t, other) // the second master is taken
+	m0 := core.NewRedis(byAddr[0], "partial", 1, core.WithKeyPrefix(prefix))
 	defer m0.Close()
 	q := core.NewQuorum(cs, "partial", 1, core.WithKeyPrefix(prefix), core.WithMasterTimeout(time.Minute))
 	defer q.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { _, err := q.Acquire(ctx); errc <- err }()
-	waitQueued(t, other, 1) // granted on master 0, queued on master 1
+	waitQueued(t, other, 1) // granted on the first master, queued on the second
 	wantStats(t, m0, 1, 0)
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
