@@ -83,8 +83,8 @@ func (q *Quorum) acquire(ctx context.Context, try bool, opts []AcquireOption) (*
 	}()
 
 	// TryAcquire asks every master at once. Acquire asks them one after
-	// the other, in the order of the clients, and asks the next only once
-	// the previous one granted or failed: see Quorum for why.
+	// the other, in the same order in every process, and asks the next only
+	// once the previous one granted or failed: see Quorum for why.
 	next := 0
 	answer := time.NewTimer(time.Hour)
 	defer answer.Stop()
@@ -107,8 +107,7 @@ func (q *Quorum) acquire(ctx context.Context, try bool, opts []AcquireOption) (*
 		select {
 		case <-h.wake:
 		case <-answer.C:
-			h.skipSilent(next - 1)
-			continue
+			h.skipSilent(next - 1) // then ask the next one, below
 		case <-ctx.Done():
 			h.rollback(ctx)
 			err := ctxError(ctx, q.name)
@@ -120,6 +119,9 @@ func (q *Quorum) acquire(ctx context.Context, try bool, opts []AcquireOption) (*
 		}
 		h.skipFailed()
 		granted, running, answered, queued := h.count(next - 1)
+		if answered {
+			answer.Stop() // before askNext below starts it for the next master
+		}
 		need := q.quorum()
 		switch {
 		case granted >= need:
@@ -143,9 +145,6 @@ func (q *Quorum) acquire(ctx context.Context, try bool, opts []AcquireOption) (*
 			return h.failedWith(ctx, opts, err)
 		case running == 0 && next < n:
 			askNext()
-		}
-		if answered {
-			answer.Stop()
 		}
 		if !waited && queued {
 			waited = true

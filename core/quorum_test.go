@@ -355,3 +355,42 @@ func TestQuorumRollsBackPartialGrants(t *testing.T) {
 	ok(t, held.Release(context.Background()))
 	wantMastersEmpty(t, cs, []bool{true, true, true}, prefix, "partial")
 }
+
+// TestQuorumSkipsAStalledMaster: with the first or second master (in the
+// order the quorum asks them) paused by SIGSTOP, a request to it gets no
+// answer; Acquire skips it after WithMasterTimeout and is granted by the
+// other two while it is still paused.
+func TestQuorumSkipsAStalledMaster(t *testing.T) {
+	for _, pos := range []int{0, 1} {
+		t.Run(fmt.Sprintf("position-%d", pos), func(t *testing.T) {
+			t.Parallel()
+			prefix := uniquePrefix(t)
+			ms := masters(t, 3)
+			// No read timeout: only WithMasterTimeout can give up on the
+			// stalled master before ctx ends.
+			var cs []redis.UniversalClient
+			for _, m := range ms {
+				c := redis.NewClient(&redis.Options{Addr: m.Addr, ReadTimeout: -1, MaxRetries: -1})
+				t.Cleanup(func() { _ = c.Close() })
+				cs = append(cs, c)
+			}
+			order := slices.Clone(ms) // the quorum asks the masters in the order of their addresses
+			slices.SortFunc(order, func(a, b *coretest.RedisProc) int { return strings.Compare(a.Addr, b.Addr) })
+			stalled := order[pos]
+			q := core.NewQuorum(cs, "stalled", 1, core.WithKeyPrefix(prefix), core.WithMasterTimeout(100*time.Millisecond))
+			stalled.Pause()
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			p, err := q.Acquire(ctx)
+			if err != nil {
+				stalled.Resume()
+				_ = q.Close()
+				t.Fatalf("Acquire with a master stalled: %v", err)
+			}
+			ok(t, p.Release(ctx))
+			stalled.Resume()
+			ok(t, q.Close()) // waits for the request to the stalled master to end
+			wantMastersEmpty(t, cs, []bool{true, true, true}, prefix, "stalled")
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -142,6 +143,23 @@ func (r *RedisProc) Kill() {
 	_ = r.cmd.Process.Kill()
 	<-r.exited
 	r.cmd = nil
+}
+
+// Pause stops the server with SIGSTOP: it keeps its connections and data
+// but answers nothing until Resume.
+func (r *RedisProc) Pause() { r.signal(syscall.SIGSTOP) }
+
+// Resume lets a paused server go on (SIGCONT).
+func (r *RedisProc) Resume() { r.signal(syscall.SIGCONT) }
+
+func (r *RedisProc) signal(sig os.Signal) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cmd != nil {
+		if err := r.cmd.Process.Signal(sig); err != nil {
+			r.tb.Errorf("signal redis-server: %v", err)
+		}
+	}
 }
 
 // Restart kills the server and starts it again, empty, on the same port.
