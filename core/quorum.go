@@ -82,9 +82,10 @@ import (
 //
 // The quorum tolerates the loss of N − q masters: crashed, stalled,
 // partitioned, or restarted empty. Its safety still rests on timing, as the
-// Redlock debate showed (Kleppmann, "How to do distributed locking", 2016;
-// antirez, "Is Redlock safe?", 2016; the Redis documentation's disclaimer;
-// see the project's PRIOR_ART §4): a holder paused (GC, swap, a stopped VM)
+// Redlock debate showed (Kleppmann, "How to do distributed locking",
+// martin.kleppmann.com/2016/02/08/how-to-do-distributed-locking.html;
+// antirez, "Is Redlock safe?", antirez.com/news/101; the disclaimer of the
+// Redis documentation on distributed locks): a holder paused (GC, swap, a stopped VM)
 // for longer than its lease, a master whose clock jumps forward (Redis ends
 // leases by wall-clock time), or a master that restarts empty while it
 // still counted for a permit, can each let the permits in use exceed the
