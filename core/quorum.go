@@ -85,11 +85,11 @@ import (
 // Redlock debate showed (Kleppmann, "How to do distributed locking",
 // martin.kleppmann.com/2016/02/08/how-to-do-distributed-locking.html;
 // antirez, "Is Redlock safe?", antirez.com/news/101; the disclaimer of the
-// Redis documentation on distributed locks): a holder paused (GC, swap, a stopped VM)
-// for longer than its lease, a master whose clock jumps forward (Redis ends
-// leases by wall-clock time), or a master that restarts empty while it
-// still counted for a permit, can each let the permits in use exceed the
-// limit. Use the semaphore to protect capacity; where a resource must
+// Redis documentation on distributed locks): a holder paused (GC, swap, a
+// stopped VM) for longer than its lease, a master whose clock jumps forward
+// (Redis ends leases by wall-clock time), or a master that restarts empty
+// while it still counted for a permit, can each let the permits in use
+// exceed the limit. Use the semaphore to protect capacity; where a resource must
 // reject a stale holder, pass Permit.Token to it and have it refuse tokens
 // older than the newest it has seen. Stop work when Permit.Lost closes
 // (fewer than q masters still keep the lease). Keep a crashed master down
