@@ -85,6 +85,9 @@ func (s *Redis) wait(ctx context.Context, a acquireConfig) (p *Permit, err error
 			return s.granted(ctx, w.id, a, r.value, r.nowUS, since(start))
 		}
 		s.b.queued(w, r.value)
+		if a.queued != nil {
+			a.queued()
+		}
 		queueUS = r.nowUS
 		if start.IsZero() {
 			start = time.Now()
