@@ -149,6 +149,11 @@ func setLimit(ctx context.Context, url, name string, limit int64) error {
 	}
 	client := redis.NewClient(opt)
 	defer client.Close()
+	// A first PING names the server in the error when it cannot be reached
+	// (the semaphore's own error says only that its operation timed out).
+	if err := client.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("redis %s: %w", opt.Addr, err)
+	}
 	sem := core.NewRedis(client, name, limit)
 	defer sem.Close()
 	return sem.SetLimit(ctx, limit)
