@@ -237,7 +237,7 @@ func TestQuorumTokensSurviveAForgetfulMaster(t *testing.T) {
 		t.Fatalf("token %d: not the largest of the masters' (%d)", b.Token(), ahead)
 	}
 	ok(t, b.Release(ctx))
-	ms[0].Kill()  // the master that gave b's token is gone
+	ms[0].Kill()    // the master that gave b's token is gone
 	ms[1].Restart() // and the other one is back, empty
 	c := acquire(t, q)
 	if c.Token() <= b.Token() {
