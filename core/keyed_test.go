@@ -14,7 +14,9 @@ import (
 // that a skip (no server) skips only that subtest.
 func keyedBackends() map[string]func(t *testing.T, def int64, opts ...core.Option) *core.Keyed {
 	return map[string]func(*testing.T, int64, ...core.Option) *core.Keyed{
-		"local": func(_ *testing.T, def int64, opts ...core.Option) *core.Keyed { return core.NewLocalKeyed(def, opts...) },
+		"local": func(_ *testing.T, def int64, opts ...core.Option) *core.Keyed {
+			return core.NewLocalKeyed(def, opts...)
+		},
 		"miniredis": func(t *testing.T, def int64, opts ...core.Option) *core.Keyed {
 			c, _ := miniClient(t)
 			return core.NewRedisKeyed(c, "routes", def, opts...)
