@@ -25,7 +25,6 @@ require (
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/distsem/distsem/core/admit v0.0.0 // indirect
 	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
@@ -66,16 +65,13 @@ require (
 	github.com/distsem/distsem/core/promsem v0.0.0
 	github.com/distsem/distsem/echomw v0.0.0
 	github.com/distsem/distsem/grpcmw v0.0.0
-	github.com/distsem/distsem/httpmw v0.0.0
 	github.com/distsem/distsem/sqlmw v0.0.0
 )
 
 replace (
-	github.com/distsem/distsem/core/admit => ../core/admit
 	github.com/distsem/distsem/core/admit/promadmit => ../core/admit/promadmit
 	github.com/distsem/distsem/core/promsem => ../core/promsem
 	github.com/distsem/distsem/echomw => ../echomw
 	github.com/distsem/distsem/grpcmw => ../grpcmw
-	github.com/distsem/distsem/httpmw => ../httpmw
 	github.com/distsem/distsem/sqlmw => ../sqlmw
 )

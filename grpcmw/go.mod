@@ -4,7 +4,6 @@ go 1.25.0
 
 require (
 	github.com/distsem/distsem v0.0.0
-	github.com/distsem/distsem/core/admit v0.0.0
 	go.uber.org/goleak v1.3.0
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1
 	google.golang.org/grpc v1.84.0
@@ -24,10 +23,8 @@ require (
 // the same in workspace mode); released versions are tagged <dir>/vX.Y.Z.
 replace (
 	github.com/distsem/distsem => ..
-	github.com/distsem/distsem/core/admit => ../core/admit
 	github.com/distsem/distsem/core/admit/promadmit => ../core/admit/promadmit
 	github.com/distsem/distsem/core/promsem => ../core/promsem
 	github.com/distsem/distsem/echomw => ../echomw
-	github.com/distsem/distsem/httpmw => ../httpmw
 	github.com/distsem/distsem/sqlmw => ../sqlmw
 )

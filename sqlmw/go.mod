@@ -4,7 +4,6 @@ go 1.25.0
 
 require (
 	github.com/distsem/distsem v0.0.0
-	github.com/distsem/distsem/core/admit v0.0.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/ngrok/sqlmw v0.0.0-20220520173518-97c9c04efc79
 	github.com/redis/go-redis/v9 v9.22.0
@@ -35,10 +34,8 @@ require (
 // the same in workspace mode); released versions are tagged <dir>/vX.Y.Z.
 replace (
 	github.com/distsem/distsem => ..
-	github.com/distsem/distsem/core/admit => ../core/admit
 	github.com/distsem/distsem/core/admit/promadmit => ../core/admit/promadmit
 	github.com/distsem/distsem/core/promsem => ../core/promsem
 	github.com/distsem/distsem/echomw => ../echomw
 	github.com/distsem/distsem/grpcmw => ../grpcmw
-	github.com/distsem/distsem/httpmw => ../httpmw
 )

@@ -15,7 +15,6 @@ require (
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/distsem/distsem/core/admit v0.0.0 // indirect
 	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/kylelemons/godebug v1.1.0 // indirect
@@ -40,10 +39,8 @@ require (
 // the same in workspace mode); released versions are tagged <dir>/vX.Y.Z.
 replace (
 	github.com/distsem/distsem => ../..
-	github.com/distsem/distsem/core/admit => ../admit
 	github.com/distsem/distsem/core/admit/promadmit => ../admit/promadmit
 	github.com/distsem/distsem/echomw => ../../echomw
 	github.com/distsem/distsem/grpcmw => ../../grpcmw
-	github.com/distsem/distsem/httpmw => ../../httpmw
 	github.com/distsem/distsem/sqlmw => ../../sqlmw
 )

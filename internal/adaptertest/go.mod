@@ -1,4 +1,4 @@
-module github.com/distsem/distsem/core/admit
+module github.com/distsem/distsem/internal/adaptertest
 
 go 1.25.0
 
@@ -6,11 +6,8 @@ require (
 	github.com/distsem/distsem v0.0.0
 	github.com/distsem/distsem/echomw v0.0.0
 	github.com/distsem/distsem/grpcmw v0.0.0
-	github.com/distsem/distsem/httpmw v0.0.0
 	github.com/distsem/distsem/sqlmw v0.0.0
 	github.com/labstack/echo/v4 v4.16.0
-	github.com/redis/go-redis/v9 v9.22.0
-	go.uber.org/goleak v1.3.0
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1
 	google.golang.org/grpc v1.84.0
 )
@@ -21,6 +18,7 @@ require (
 	github.com/mattn/go-colorable v0.1.15 // indirect
 	github.com/mattn/go-isatty v0.0.24 // indirect
 	github.com/ngrok/sqlmw v0.0.0-20220520173518-97c9c04efc79 // indirect
+	github.com/redis/go-redis/v9 v9.22.0 // indirect
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
 	github.com/valyala/fasttemplate v1.2.2 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
@@ -36,10 +34,9 @@ require (
 // the same in workspace mode); released versions are tagged <dir>/vX.Y.Z.
 replace (
 	github.com/distsem/distsem => ../..
-	github.com/distsem/distsem/core/admit/promadmit => ./promadmit
-	github.com/distsem/distsem/core/promsem => ../promsem
+	github.com/distsem/distsem/core/admit/promadmit => ../../core/admit/promadmit
+	github.com/distsem/distsem/core/promsem => ../../core/promsem
 	github.com/distsem/distsem/echomw => ../../echomw
 	github.com/distsem/distsem/grpcmw => ../../grpcmw
-	github.com/distsem/distsem/httpmw => ../../httpmw
 	github.com/distsem/distsem/sqlmw => ../../sqlmw
 )
