@@ -168,6 +168,9 @@ func (s *Semaphore) await(ctx context.Context, sn *snapshot, id string, w int64,
 	key := s.prefix + id
 	var err error
 	for {
+		if err == nil {
+			err = ctx.Err() // also when a query returned without noticing
+		}
 		if err != nil {
 			return nil, err
 		}
