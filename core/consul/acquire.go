@@ -26,6 +26,7 @@ func (s *Semaphore) acquire(ctx context.Context, try bool, opts []core.AcquireOp
 	} // else the last snapshot says queue: do so without reading first
 	switch {
 	case err == nil && p != nil:
+		s.observe(core.Event{Kind: core.EventAcquired, Name: s.name, Weight: a.Weight})
 		return p, nil
 	case err == nil && try:
 		return nil, fmt.Errorf("%w: %q", core.ErrNoPermit, s.name)
