@@ -28,6 +28,7 @@ type config struct {
 	reentrant   bool          // WithReentrant
 	quorumDrift time.Duration // WithClockDrift
 	quorumSplit time.Duration // WithSplitWait
+	leased      bool          // WithLeasedShares
 }
 
 func defaultConfig() config {

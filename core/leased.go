@@ -1,0 +1,292 @@
+package core
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+//go:embed lua/share.lua
+var luaShare string
+
+var scriptShare = redis.NewScript(luaShare)
+
+// leased is the leased-shares mode of one Redis semaphore
+// (WithLeasedShares): a share of the limit leased in Redis by this process,
+// and a local FIFO semaphore of the share's size. One goroutine (loop, in
+// leased_loop.go) runs while the process has demand or holds a share: it
+// reports the demand, applies the share Redis answers and renews its lease.
+type leased struct {
+	s    *Redis
+	pid  string   // this process's entry in the shares hash
+	keys []string // the shares hash, under the semaphore's hash tag
+	loc  *shareLocal
+
+	wake chan struct{} // pokes the loop
+
+	mu       sync.Mutex
+	demand   int64                    // weight of callers in Acquire or holding
+	peak     int64                    // highest demand since the last beat
+	held     map[*Permit]bool         // -> lost already
+	waiting  map[*waitCancel]struct{} // queued locally: ended on an outage
+	running  bool                     // the loop runs
+	closed   bool                     // Close stopped the loop
+	down     bool                     // no valid share and Redis unreachable
+	shrink   bool                     // Redis holds more share than the local limit
+	beatDone chan struct{}            // closed after each beat, then replaced
+	beatGen  uint64                   // beats started (each reads the demand)
+	doneGen  uint64                   // the generation of the last beat done
+}
+
+type waitCancel struct{ cancel context.CancelCauseFunc }
+
+var errShareOutage = errors.New("backend unreachable and no valid share")
+
+func newLeased(s *Redis) *leased {
+	tag := s.keys[0][:len(s.keys[0])-1] // prefix{name}:
+	return &leased{s: s, pid: s.b.newID(), keys: []string{tag + "ls"},
+		loc:  newShareLocal(s.name, s.limit, s.b.cfg),
+		wake: make(chan struct{}, 1), held: make(map[*Permit]bool),
+		waiting: make(map[*waitCancel]struct{}), beatDone: make(chan struct{})}
+}
+
+func (l *leased) poke() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// acquire grants from the local share. The fast path (a permit free within
+// the share, nobody queued locally) makes no round trip. Otherwise the
+// caller queues locally and the loop asks Redis for more share; a
+// TryAcquire waits for that one beat (bounded by ctx) and tries once more.
+func (l *leased) acquire(ctx context.Context, try bool, opts []AcquireOption) (*Permit, error) {
+	s := l.s
+	a, err := buildAcquire(s.b.cfg.leaseTTL, opts)
+	if err != nil {
+		return nil, err
+	}
+	if p, ok, err := reenter(ctx, s.b.cfg.reentrant, s.name, a.weight, func(o releaser) bool { return o == l }); ok {
+		return p, err
+	}
+	if ctx.Err() != nil {
+		return nil, ctxError(ctx, s.name)
+	}
+	if s.b.isClosed() {
+		return nil, ErrClosed
+	}
+	if p, err := l.loc.loc.TryAcquire(ctx, opts...); err == nil {
+		return l.hold(ctx, p, true)
+	} else if !errors.Is(err, ErrNoPermit) {
+		return nil, err
+	}
+	if err := l.begin(a.weight); err != nil {
+		return nil, err
+	}
+	p, err := l.wait(ctx, try, opts)
+	if err != nil {
+		l.end(a.weight)
+		if errors.Is(err, errShareOutage) {
+			return s.failed(ctx, "acquire", unavailable("acquire", s.name, errShareOutage), try, opts, a.weight)
+		}
+		if errors.Is(err, ErrClosed) {
+			return nil, ErrClosed
+		}
+		return nil, err
+	}
+	return l.hold(ctx, p, false)
+}
+
+// wait is the slow path: the local share is full or others are queued.
+func (l *leased) wait(ctx context.Context, try bool, opts []AcquireOption) (*Permit, error) {
+	l.mu.Lock()
+	gen, down := l.beatGen, l.down
+	l.mu.Unlock()
+	if down {
+		return nil, errShareOutage
+	}
+	l.poke()
+	if try {
+		// Wait for a beat that counted this call's demand.
+		for {
+			l.mu.Lock()
+			done, doneGen := l.beatDone, l.doneGen
+			l.mu.Unlock()
+			if doneGen > gen {
+				break
+			}
+			select {
+			case <-done:
+			case <-ctx.Done():
+				return nil, ctxError(ctx, l.s.name)
+			}
+		}
+		p, err := l.loc.loc.TryAcquire(ctx, opts...)
+		if err != nil && !errors.Is(err, ErrClosed) && l.isDown() {
+			return nil, errShareOutage
+		}
+		return p, err
+	}
+	wctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	w := &waitCancel{cancel: cancel}
+	l.mu.Lock()
+	l.waiting[w] = struct{}{}
+	l.mu.Unlock()
+	p, err := l.loc.loc.Acquire(wctx, opts...)
+	l.mu.Lock()
+	delete(l.waiting, w)
+	l.mu.Unlock()
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(wctx), errShareOutage) {
+		return nil, errShareOutage
+	}
+	if err != nil && ctx.Err() != nil {
+		return nil, ctxError(ctx, l.s.name)
+	}
+	return p, err
+}
+
+func (l *leased) isDown() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.down
+}
+
+// begin counts weight as demand and starts the loop if it is not running.
+func (l *leased) begin(weight int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	l.demand += weight
+	l.peak = max(l.peak, l.demand)
+	if !l.running {
+		if !l.s.b.goBackground(l.loop) {
+			l.demand -= weight
+			return ErrClosed
+		}
+		l.running = true
+	}
+	return nil
+}
+
+func (l *leased) end(weight int64) {
+	l.mu.Lock()
+	l.demand -= weight
+	l.mu.Unlock()
+}
+
+// hold wraps the local permit in (fresh: its demand is not counted yet).
+func (l *leased) hold(ctx context.Context, inner *Permit, fresh bool) (*Permit, error) {
+	p := &Permit{owner: l, weight: inner.weight, token: inner.token, lost: make(chan struct{}), inner: inner}
+	l.mu.Lock()
+	if l.closed {
+		if !fresh {
+			l.demand -= inner.weight
+		}
+		l.mu.Unlock()
+		_ = inner.Release(ctx)
+		return nil, ErrClosed
+	}
+	if fresh {
+		l.demand += inner.weight
+		l.peak = max(l.peak, l.demand)
+	}
+	l.held[p] = false
+	l.mu.Unlock()
+	return p, nil
+}
+
+// release gives p back to the local share at in-process cost. When Redis
+// holds more share for this process than it now needs, the loop is poked
+// to give the difference back at once.
+func (l *leased) release(ctx context.Context, p *Permit) error {
+	l.mu.Lock()
+	lost, ok := l.held[p]
+	delete(l.held, p)
+	l.demand -= p.weight
+	shrink := l.shrink
+	l.mu.Unlock()
+	_ = p.inner.Release(ctx)
+	if shrink {
+		l.poke()
+	}
+	if lost || !ok {
+		return fmt.Errorf("%w: %q token %d (its share was lost)", ErrNotHeld, l.s.name, p.token)
+	}
+	return nil
+}
+
+// shareReply is the reply of share.lua.
+type shareReply struct {
+	code, share, limit, target, epoch, nowUS, inUse, waiting int64
+	myInUse, myWaiting                                       int64
+	hot                                                      bool
+}
+
+// run runs share.lua once, bounded by ctx and the operation timeout, and
+// records the outcome in the breaker (it is never refused by it: a beat is
+// a probe, like a renewal).
+func (l *leased) run(ctx context.Context, op string, demand, keep, inUse, waiting, newLimit int64) (shareReply, error) {
+	b := l.s.b
+	octx, cancel := context.WithTimeout(ctx, b.cfg.fault.opTimeout)
+	v, err := b.call(octx, scriptShare, l.keys, []any{l.s.limit, l.pid, op, demand, keep, inUse,
+		b.cfg.leaseTTL.Milliseconds(), newLimit, shareRotation.Milliseconds(), waiting})
+	cancel()
+	b.brk.record(classify(ctx, err), time.Now())
+	if err != nil {
+		return shareReply{}, err
+	}
+	if len(v) != 11 {
+		return shareReply{}, fmt.Errorf("core: unexpected share reply of %d elements", len(v))
+	}
+	n := make([]int64, 11)
+	for i := range v {
+		n[i], _ = v[i].(int64)
+	}
+	r := shareReply{code: n[0], share: n[1], limit: n[2], target: n[3], epoch: n[4], hot: n[5] == 1,
+		nowUS: n[6], inUse: n[7], waiting: n[8], myInUse: n[9], myWaiting: n[10]}
+	if r.limit > 0 {
+		l.s.seen.Store(r.limit)
+	}
+	return r, nil
+}
+
+// stats reads the fleet's totals: this process's as they are now, the
+// others' as of their last heartbeat.
+func (l *leased) stats(ctx context.Context) (Stats, error) {
+	r, err := l.run(ctx, "stats", 0, 0, 0, 0, 0)
+	if err != nil {
+		return Stats{}, unavailable("stats", l.s.name, err)
+	}
+	ls := l.loc.state()
+	inUse, waiting := ls.inUse, ls.waitN
+	l.mu.Lock()
+	for p, lost := range l.held {
+		if lost {
+			inUse -= p.weight // no longer counted, as in the default mode
+		}
+	}
+	l.mu.Unlock()
+	return Stats{Limit: r.limit, InUse: r.inUse - r.myInUse + inUse, Waiting: r.waiting - r.myWaiting + waiting}, nil
+}
+
+// setLimit stores limit in Redis for every process and applies it here.
+func (l *leased) setLimit(ctx context.Context, limit int64) error {
+	r, err := l.run(ctx, "setlimit", 0, 0, 0, 0, limit)
+	if err != nil {
+		err = unavailable("set limit", l.s.name, err)
+		l.s.b.report(l.s.label, err)
+		return err
+	}
+	l.loc.set(r.limit, l.loc.state().share)
+	l.poke()
+	return nil
+}
