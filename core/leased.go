@@ -235,8 +235,14 @@ type shareReply struct {
 // records the outcome in the breaker (it is never refused by it: a beat is
 // a probe, like a renewal).
 func (l *leased) run(ctx context.Context, op string, demand, keep, inUse, waiting, newLimit int64) (shareReply, error) {
+	return l.runWithin(ctx, l.s.b.cfg.fault.opTimeout, op, demand, keep, inUse, waiting, newLimit)
+}
+
+// runWithin is run bounded by d (and the operation timeout) rather than by
+// ctx alone: a beat that takes longer than d is a backend failure.
+func (l *leased) runWithin(ctx context.Context, d time.Duration, op string, demand, keep, inUse, waiting, newLimit int64) (shareReply, error) {
 	b := l.s.b
-	octx, cancel := context.WithTimeout(ctx, b.cfg.fault.opTimeout)
+	octx, cancel := context.WithTimeout(ctx, min(d, b.cfg.fault.opTimeout))
 	v, err := b.call(octx, scriptShare, l.keys, []any{l.s.limit, l.pid, op, demand, keep, inUse,
 		b.cfg.leaseTTL.Milliseconds(), newLimit, shareRotation.Milliseconds(), waiting})
 	cancel()

@@ -96,21 +96,22 @@ func (l *leased) beat(st *beatState) time.Duration {
 	keep := max(inUse, ls.share)
 	sent := time.Now()
 	st.last = sent
-	ctx, cancel := context.WithTimeout(context.Background(), ttl/3)
-	r, err := l.run(ctx, "beat", demand, keep, inUse, waiting, 0)
-	cancel()
+	r, err := l.runWithin(context.Background(), ttl/3, "beat", demand, keep, inUse, waiting, 0)
 	defer l.beaten(gen)
 	if err != nil {
 		b.report(l.s.label, unavailable("renew share", l.s.name, err))
 		down := !b.brk.down().IsZero() && time.Since(b.brk.down()) >= b.cfg.fault.outageGrace
-		if st.registered && time.Since(st.lastOK) >= ttl {
+		lose := st.registered && time.Since(st.lastOK) >= ttl
+		if lose {
 			// The lease may have ended in Redis: grant nothing more and
 			// tell the holders.
 			st.registered, st.share = false, 0
 			l.loc.set(l.loc.state().limit, 0)
-			l.loseAll()
 		}
 		l.setDown(down && !st.registered)
+		if lose {
+			l.loseAll()
+		}
 		return min(ttl/3, 100*time.Millisecond)
 	}
 	if r.code == 2 && st.registered {
