@@ -74,6 +74,7 @@ func (l *leased) loop() {
 // beatState is what the loop knows of this process's share.
 type beatState struct {
 	registered bool      // Redis gave this process an epoch that it still holds
+	epoch      int64     // the epoch of the share, from Redis
 	share      int64     // as Redis stored it at the last successful beat
 	lastOK     time.Time // when the last successful beat was sent
 	last       time.Time // when the last beat was sent
@@ -114,12 +115,15 @@ func (l *leased) beat(st *beatState) time.Duration {
 		}
 		return min(ttl/3, 100*time.Millisecond)
 	}
-	if r.code == 2 && st.registered {
-		// Redis no longer had this process's entry: its share was gone.
-		l.loseAll()
-	}
-	if r.code == 2 {
+	if r.code == 2 || r.epoch != st.epoch {
+		if st.registered {
+			// Redis no longer had this process's entry (its lease ended,
+			// or a failover lost it) and gave a new epoch: the share that
+			// covered the permits held was gone.
+			l.loseAll()
+		}
 		l.loc.raiseTokens(r.epoch << 32)
+		st.epoch = r.epoch
 	}
 	st.registered, st.share, st.lastOK = true, r.share, sent
 	local := min(r.share, r.target)
