@@ -34,4 +34,32 @@ func TestLeasedConformance(t *testing.T) {
 	}
 }
 
-var _ = context.Background
+
+// TestLeasedKeyed: NewRedisKeyed takes the mode too; each key has its own
+// shares, and a key's limit holds.
+func TestLeasedKeyed(t *testing.T) {
+	c, _ := miniClient(t)
+	k := core.NewRedisKeyed(c, "k", 2, core.WithLeasedShares())
+	defer k.Close()
+	ctx := context.Background()
+	a1, err := k.Acquire(ctx, "a")
+	ok(t, err)
+	a2, err := k.Acquire(ctx, "a")
+	ok(t, err)
+	if _, err := k.TryAcquire(ctx, "a"); err == nil {
+		t.Fatal("a third permit of a key of limit 2")
+	}
+	b, err := k.Acquire(ctx, "b")
+	ok(t, err)
+	if a2.Token() <= a1.Token() {
+		t.Fatalf("tokens %d then %d: not increasing within the process", a1.Token(), a2.Token())
+	}
+	for _, p := range []*core.Permit{a1, a2, b} {
+		ok(t, p.Release(ctx))
+	}
+	st, err := k.Stats(ctx, "a")
+	ok(t, err)
+	if st.InUse != 0 || st.Waiting != 0 || st.Limit != 2 {
+		t.Fatalf("stats after release: %+v", st)
+	}
+}
