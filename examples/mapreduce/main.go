@@ -88,6 +88,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.Slow, "slow", 50*time.Millisecond, "each page query takes at least this long on the database")
 	fs.StringVar(&o.Mode, "mode", "semaphore", "semaphore (sqlmw + Redis), setmaxopen (per-process SetMaxOpenConns(limit/workers)) or none")
 	fs.StringVar(&o.chart, "chart", "", "write an SVG timeline of concurrent queries to this file")
+	fs.BoolVar(&o.Leased, "leased", false, "with -mode semaphore: the semaphore's leased-shares mode (core.WithLeasedShares)")
 	fs.DurationVar(&o.progress, "progress", 500*time.Millisecond, "progress report interval (0: none)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -133,12 +134,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (*summary
 			defer m.Close()
 			o.Redis = "redis://" + m.Addr()
 		}
-		if err := setLimit(ctx, o.Redis, o.Name, o.Limit); err != nil {
+		if err := setLimit(ctx, o.Redis, o.Name, o.Limit, o.Leased); err != nil {
 			return nil, err
 		}
 	}
-	fmt.Fprintf(stdout, "mapreduce: %d rows, %d rows per page, %d workers x %d goroutines, limit %d, mode %s, driver %s, slow %v\n",
-		o.Rows, o.Page, o.Workers, o.Concurrency, o.Limit, o.Mode, o.Driver, o.Slow)
+	fmt.Fprintf(stdout, "mapreduce: %d rows, %d rows per page, %d workers x %d goroutines, limit %d, mode %s, driver %s, slow %v, leased %v\n",
+		o.Rows, o.Page, o.Workers, o.Concurrency, o.Limit, o.Mode, o.Driver, o.Slow, o.Leased)
 
 	s := &summary{Mode: o.Mode, Limit: o.Limit, Workers: o.Workers, Concurrency: o.Concurrency, WantRows: wantRows, WantSum: wantSum}
 	col := &collector{}
@@ -168,16 +169,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (*summary
 
 // setLimit makes the semaphore's limit in Redis -limit, whatever an
 // earlier run stored.
-func setLimit(ctx context.Context, url, name string, limit int64) error {
+func setLimit(ctx context.Context, url, name string, limit int64, leased bool) error {
 	opt, err := redis.ParseURL(url)
 	if err != nil {
 		return err
 	}
 	client := redis.NewClient(opt)
 	defer client.Close()
-	sem := core.NewRedis(client, name, limit)
+	sem := core.NewRedis(client, name, limit, semOptions(leased)...)
 	defer sem.Close()
 	return sem.SetLimit(ctx, limit)
+}
+
+// semOptions are the options of the job's semaphore.
+func semOptions(leased bool) []core.Option {
+	if leased {
+		return []core.Option{core.WithLeasedShares()}
+	}
+	return nil
 }
 
 func runWorkers(ctx context.Context, o options, col *collector, stdout, stderr io.Writer) error {
