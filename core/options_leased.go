@@ -14,5 +14,6 @@ package core
 // own permits are released (a held permit is never revoked). See the
 // package documentation, "Leased shares", for what changes: FIFO holds only
 // within a process, tokens do not fence across processes, and every
-// process of one semaphore must use the same mode. Ignored by NewLocal.
+// process of one semaphore must use the same mode. Ignored by NewLocal,
+// NewQuorum and NewAllOf.
 func WithLeasedShares() Option { return func(c *config) { c.leased = true } }
