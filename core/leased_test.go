@@ -34,7 +34,6 @@ func TestLeasedConformance(t *testing.T) {
 	}
 }
 
-
 // TestLeasedKeyed: NewRedisKeyed takes the mode too; each key has its own
 // shares, and a key's limit holds.
 func TestLeasedKeyed(t *testing.T) {
