@@ -66,6 +66,9 @@ func NewRedisKeyed(client redis.UniversalClient, name string, defaultLimit int64
 	return newKeyed(defaultLimit, cfg, func(id keyID, label string, limit int64) keyedBackend {
 		s := b.semaphore(keyedName(name, id), limit, false)
 		s.label = label
+		if s.leased != nil {
+			s.leased.loc.loc.name = label // what observers see, as in the default mode
+		}
 		return s
 	}, b.close)
 }
