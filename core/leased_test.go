@@ -4,7 +4,10 @@ import (
 	"context"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/core/coretest/semtest"
 )
 
@@ -18,6 +21,11 @@ func leasedBackends() []backend {
 		}},
 		{"redis", func(t *testing.T, limit int64, opts ...core.Option) sem {
 			return realSem(t, realClient(t), limit, append(opts, core.WithLeasedShares()))
+		}},
+		{"cluster", func(t *testing.T, limit int64, opts ...core.Option) sem {
+			c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: coretest.RedisClusterAddrs(t)})
+			t.Cleanup(func() { _ = c.Close() })
+			return realSem(t, c, limit, append(opts, core.WithLeasedShares()))
 		}},
 	}
 }
