@@ -113,9 +113,12 @@
 //     process with waiters goes without a share for long. A process that
 //     starts demanding gets free capacity at once, and otherwise its fair
 //     share once the others' holders release (the tests log tens of ms).
-//     A request heavier than the process's fair share waits until the
-//     others' demand falls: heavy weights under contention belong to the
-//     default mode.
+//     A process whose head waiter is heavier than its fair share gets
+//     turns too: for one rotation period at a time, its target is that
+//     weight and the others share the rest, so a heavy request is not
+//     starved by lighter ones elsewhere (it waits for the others' holders
+//     to drain, as a heavy request at the head of the default mode's
+//     queue does).
 //   - A share has a lease of WithDefaultLeaseTTL (WithLeaseTTL is checked
 //     and otherwise ignored), renewed by the heartbeat. A killed process's
 //     share comes back when its lease ends. When renewal has failed for

@@ -234,17 +234,22 @@ type shareReply struct {
 // run runs share.lua once, bounded by ctx and the operation timeout, and
 // records the outcome in the breaker (it is never refused by it: a beat is
 // a probe, like a renewal).
-func (l *leased) run(ctx context.Context, op string, demand, keep, inUse, waiting, newLimit int64) (shareReply, error) {
-	return l.runWithin(ctx, l.s.b.cfg.fault.opTimeout, op, demand, keep, inUse, waiting, newLimit)
+func (l *leased) run(ctx context.Context, op string, newLimit int64) (shareReply, error) {
+	return l.runWithin(ctx, l.s.b.cfg.fault.opTimeout, op, shareArgs{newLimit: newLimit})
+}
+
+// shareArgs is what a beat reports (zero for the other ops).
+type shareArgs struct {
+	demand, keep, inUse, waiting, need, newLimit int64
 }
 
 // runWithin is run bounded by d (and the operation timeout) rather than by
 // ctx alone: a beat that takes longer than d is a backend failure.
-func (l *leased) runWithin(ctx context.Context, d time.Duration, op string, demand, keep, inUse, waiting, newLimit int64) (shareReply, error) {
+func (l *leased) runWithin(ctx context.Context, d time.Duration, op string, a shareArgs) (shareReply, error) {
 	b := l.s.b
 	octx, cancel := context.WithTimeout(ctx, min(d, b.cfg.fault.opTimeout))
-	v, err := b.call(octx, scriptShare, l.keys, []any{l.s.limit, l.pid, op, demand, keep, inUse,
-		b.cfg.leaseTTL.Milliseconds(), newLimit, shareRotation.Milliseconds(), waiting})
+	v, err := b.call(octx, scriptShare, l.keys, []any{l.s.limit, l.pid, op, a.demand, a.keep, a.inUse,
+		b.cfg.leaseTTL.Milliseconds(), a.newLimit, shareRotation.Milliseconds(), a.waiting, a.need})
 	cancel()
 	b.brk.record(classify(ctx, err), time.Now())
 	if err != nil {
@@ -268,7 +273,7 @@ func (l *leased) runWithin(ctx context.Context, d time.Duration, op string, dema
 // stats reads the fleet's totals: this process's as they are now, the
 // others' as of their last heartbeat.
 func (l *leased) stats(ctx context.Context) (Stats, error) {
-	r, err := l.run(ctx, "stats", 0, 0, 0, 0, 0)
+	r, err := l.run(ctx, "stats", 0)
 	if err != nil {
 		return Stats{}, unavailable("stats", l.s.name, err)
 	}
@@ -286,7 +291,7 @@ func (l *leased) stats(ctx context.Context) (Stats, error) {
 
 // setLimit stores limit in Redis for every process and applies it here.
 func (l *leased) setLimit(ctx context.Context, limit int64) error {
-	r, err := l.run(ctx, "setlimit", 0, 0, 0, 0, limit)
+	r, err := l.run(ctx, "setlimit", limit)
 	if err != nil {
 		err = unavailable("set limit", l.s.name, err)
 		l.s.b.report(l.s.label, err)

@@ -55,6 +55,7 @@ type localState struct {
 	inUse int64 // permits held by callers
 	waitW int64 // weight queued
 	waitN int64 // callers queued
+	head  int64 // the weight of the head waiter, 0 if none
 	share int64 // the permits callers may hold
 	limit int64
 }
@@ -66,6 +67,9 @@ func (l *shareLocal) state() localState {
 	st := localState{inUse: s.cur - l.reserve, waitN: int64(s.waiters.Len()), share: s.limit - l.reserve, limit: s.limit}
 	for e := s.waiters.Front(); e != nil; e = e.Next() {
 		st.waitW += e.Value.(*localWaiter).n
+	}
+	if e := s.waiters.Front(); e != nil {
+		st.head = e.Value.(*localWaiter).n
 	}
 	return st
 }

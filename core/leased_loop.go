@@ -97,7 +97,8 @@ func (l *leased) beat(st *beatState) time.Duration {
 	keep := max(inUse, ls.share)
 	sent := time.Now()
 	st.last = sent
-	r, err := l.runWithin(context.Background(), ttl/3, "beat", demand, keep, inUse, waiting, 0)
+	r, err := l.runWithin(context.Background(), ttl/3, "beat",
+		shareArgs{demand: demand, keep: keep, inUse: inUse, waiting: waiting, need: ls.head})
 	defer l.beaten(gen)
 	if err != nil {
 		b.report(l.s.label, unavailable("renew share", l.s.name, err))
@@ -182,7 +183,7 @@ func (l *leased) loseAll() {
 // demand came meanwhile; it reports whether the loop stopped.
 func (l *leased) leave() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), l.s.b.cfg.fault.opTimeout)
-	_, err := l.run(ctx, "leave", 0, 0, 0, 0, 0)
+	_, err := l.run(ctx, "leave", 0)
 	cancel()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -210,6 +211,6 @@ func (l *leased) shutdown() {
 		return // their share comes back when its lease ends, as in the default mode
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), l.s.b.cfg.fault.opTimeout)
-	_, _ = l.run(ctx, "leave", 0, 0, 0, 0, 0)
+	_, _ = l.run(ctx, "leave", 0)
 	cancel()
 }

@@ -112,7 +112,7 @@ func shareScript(t *testing.T, c *redis.Client, pid, op string, demand, keep int
 	src, err := os.ReadFile("lua/share.lua")
 	ok(t, err)
 	v, err := redis.NewScript(string(src)).Run(context.Background(), c, []string{"x{s}:ls"},
-		4, pid, op, demand, keep, 0, 10000, 0, 200, 0).Int64Slice()
+		4, pid, op, demand, keep, 0, 10000, 0, 200, 0, 0).Int64Slice()
 	ok(t, err)
 	return v
 }
@@ -146,4 +146,47 @@ func TestLeasedScriptIdempotentAndFair(t *testing.T) {
 	if st := shareScript(t, c, "z", "stats", 0, 0); st[2] != 4 {
 		t.Fatalf("stats limit %d, want 4", st[2])
 	}
+}
+
+// TestLeasedHeavyWeightGetsItsTurn: limit 4, one process keeps 4 callers of
+// weight 1 busy, another asks for weight 4, more than its fair share of 2.
+// It must get it (the heavy process's turn), not wait for the other's
+// demand to end.
+func TestLeasedHeavyWeightGetsItsTurn(t *testing.T) {
+	c, _ := miniClient(t)
+	a := core.NewRedis(c, "heavy", 4, core.WithLeasedShares())
+	defer a.Close()
+	b := core.NewRedis(c, "heavy", 4, core.WithLeasedShares())
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	actx, stop := context.WithCancel(ctx)
+	busy := make(chan struct{})
+	var once sync.Once
+	var wg sync.WaitGroup
+	var grants atomic.Int64
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				p, err := a.Acquire(actx)
+				if err != nil {
+					return
+				}
+				if grants.Add(1) == 100 {
+					once.Do(func() { close(busy) }) // a holds the whole limit by now
+				}
+				ok(t, p.Release(context.Background()))
+			}
+		}()
+	}
+	<-busy
+	p, err := b.Acquire(ctx, core.WithWeight(4))
+	stop()
+	wg.Wait()
+	if err != nil {
+		t.Fatalf("weight 4 against a busy process: %v", err)
+	}
+	ok(t, p.Release(context.Background()))
 }

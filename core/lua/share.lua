@@ -2,12 +2,14 @@
 -- semaphore. Standalone: it does not use lib.lua nor the keys of the
 -- default mode. KEYS (under the semaphore's hash tag):
 --   1 S  hash: limit, epoch (last share epoch issued), pinned (SetLimit),
---            and per process 'p:' .. pid -> "share:demand:inuse:waiting:exp:epoch"
+--            and per process 'p:' .. pid ->
+--            "share:demand:inuse:waiting:need:exp:epoch"
 -- ARGV: 1 configured limit, 2 pid, 3 op (beat | leave | stats | setlimit),
 --       4 demand (holders + waiters, in permits), 5 keep (the permits the
 --       process may still have in use: max(local limit, in use)), 6 in use,
 --       7 lease ms, 8 new limit (setlimit), 9 rotation period ms, 10 the
---       weight queued locally.
+--       callers queued locally, 11 need: the weight of the local head waiter
+--       (0 if none).
 -- Idempotent per pid: a beat stores the process's share as an absolute
 -- value computed from the others', never as an increment, so a retried
 -- copy has the effect of one run. Invariant: the sum of the live shares
@@ -27,7 +29,7 @@ local GRACE = 60000
 
 local pid, op = ARGV[2], ARGV[3]
 local demand, keep, inuse = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-local waiting = tonumber(ARGV[10])
+local waiting, need = tonumber(ARGV[10]), tonumber(ARGV[11])
 local ttl, rotate = tonumber(ARGV[7]), tonumber(ARGV[9])
 
 local function int(x) return string.format('%d', x) end
@@ -42,11 +44,11 @@ for i = 1, #all, 2 do
   elseif f == 'epoch' then epoch = tonumber(v)
   elseif f == 'pinned' then pinned = true
   elseif string.sub(f, 1, 2) == 'p:' then
-    local sh, de, iu, wa, ex, ep = string.match(v, '^(%d+):(%d+):(%d+):(%d+):(%d+):(%d+)$')
+    local sh, de, iu, wa, ne, ex, ep = string.match(v, '^(%d+):(%d+):(%d+):(%d+):(%d+):(%d+):(%d+)$')
     ex = tonumber(ex)
     if ex and ex > now then
       local e = {pid = string.sub(f, 3), share = tonumber(sh), demand = tonumber(de),
-        inuse = tonumber(iu), waiting = tonumber(wa), exp = ex, epoch = tonumber(ep)}
+        inuse = tonumber(iu), waiting = tonumber(wa), need = tonumber(ne), exp = ex, epoch = tonumber(ep)}
       procs[#procs + 1] = e
       by[e.pid] = e
     else
@@ -76,7 +78,7 @@ if op == 'beat' then
     procs[#procs + 1] = me
     by[pid] = me
   end
-  me.demand, me.inuse, me.waiting, me.exp = demand, inuse, waiting, now + ttl
+  me.demand, me.inuse, me.waiting, me.need, me.exp = demand, inuse, waiting, need, now + ttl
 elseif op == 'leave' and me then
   redis.call('HDEL', S, 'p:' .. pid)
   by[pid] = nil
@@ -91,31 +93,54 @@ end
 -- order starting from a position that moves every rotation period, so each
 -- gets its turn.
 local target = {}
-local sorted = {}
-for i, e in ipairs(procs) do sorted[i] = e end
-table.sort(sorted, function(a, b)
-  if a.demand ~= b.demand then return a.demand < b.demand end
-  return a.pid < b.pid
-end)
-local rem, k = limit, #sorted
-for i, e in ipairs(sorted) do
-  local fair = math.floor(rem / k)
-  if e.demand <= fair then
-    target[e.pid] = e.demand
-    rem, k = rem - e.demand, k - 1
-  else
-    local capped = {}
-    for j = i, #sorted do capped[#capped + 1] = sorted[j] end
-    table.sort(capped, function(a, b) return a.pid < b.pid end)
-    local base = math.floor(rem / k)
-    local extra = rem - base * k
-    local off = math.floor(now / rotate) % k
-    for j, c in ipairs(capped) do
-      target[c.pid] = base
-      if (j - 1 - off) % k < extra then target[c.pid] = base + 1 end
+local turn = math.floor(now / rotate)
+local function fill(list, rem)
+  local sorted = {}
+  for i, e in ipairs(list) do sorted[i] = e end
+  table.sort(sorted, function(a, b)
+    if a.demand ~= b.demand then return a.demand < b.demand end
+    return a.pid < b.pid
+  end)
+  local k = #sorted
+  for i, e in ipairs(sorted) do
+    local fair = math.floor(rem / k)
+    if e.demand <= fair then
+      target[e.pid] = e.demand
+      rem, k = rem - e.demand, k - 1
+    else
+      local capped = {}
+      for j = i, #sorted do capped[#capped + 1] = sorted[j] end
+      table.sort(capped, function(a, b) return a.pid < b.pid end)
+      local base = math.floor(rem / k)
+      local extra = rem - base * k
+      local off = turn % k
+      for j, c in ipairs(capped) do
+        target[c.pid] = base
+        if (j - 1 - off) % k < extra then target[c.pid] = base + 1 end
+      end
+      return
     end
-    break
   end
+end
+fill(procs, limit)
+-- A process whose head waiter needs more than its fair target would wait
+-- as long as the others keep their demand: such processes take turns, one
+-- per rotation period, at a target of what the head needs, the others
+-- sharing the rest max-min fairly.
+local heavy = {}
+for _, e in ipairs(procs) do
+  if e.need > (target[e.pid] or 0) then heavy[#heavy + 1] = e end
+end
+if #heavy > 0 then
+  table.sort(heavy, function(a, b) return a.pid < b.pid end)
+  local h = heavy[turn % #heavy + 1]
+  local hn = math.min(h.need, limit)
+  local rest = {}
+  for _, e in ipairs(procs) do
+    if e ~= h then rest[#rest + 1] = e end
+  end
+  fill(rest, limit - hn)
+  target[h.pid] = hn
 end
 
 local sum, hot, inuse_all, waiting_all = 0, 0, 0, 0
@@ -138,7 +163,7 @@ if me then
     me.share = myshare
     if me.demand > myshare then hot = 1 end
     redis.call('HSET', S, 'p:' .. pid,
-      int(myshare) .. ':' .. int(me.demand) .. ':' .. int(me.inuse) .. ':' .. int(me.waiting) .. ':' .. int(me.exp) .. ':' .. int(me.epoch))
+      int(myshare) .. ':' .. int(me.demand) .. ':' .. int(me.inuse) .. ':' .. int(me.waiting) .. ':' .. int(me.need) .. ':' .. int(me.exp) .. ':' .. int(me.epoch))
   else
     myshare = me.share
   end
