@@ -127,13 +127,18 @@ fill(procs, limit)
 -- as long as the others keep their demand: such processes take turns, one
 -- per rotation period, at a target of what the head needs, the others
 -- sharing the rest max-min fairly.
-local heavy = {}
-for _, e in ipairs(procs) do
-  if e.need > (target[e.pid] or 0) then heavy[#heavy + 1] = e end
+-- The turn goes to the first such process at or after a position (in pid
+-- order, over all processes) that moves every period, so each waits at
+-- most one period per process.
+local byPid = {}
+for i, e in ipairs(procs) do byPid[i] = e end
+table.sort(byPid, function(a, b) return a.pid < b.pid end)
+local h
+for j = 0, #byPid - 1 do
+  local e = byPid[(turn + j) % #byPid + 1]
+  if e.need > (target[e.pid] or 0) then h = e break end
 end
-if #heavy > 0 then
-  table.sort(heavy, function(a, b) return a.pid < b.pid end)
-  local h = heavy[turn % #heavy + 1]
+if h then
   local hn = math.min(h.need, limit)
   local rest = {}
   for _, e in ipairs(procs) do
