@@ -41,6 +41,7 @@ type leased struct {
 	beatDone chan struct{}            // closed after each beat, then replaced
 	beatGen  uint64                   // beats started (each reads the demand)
 	doneGen  uint64                   // the generation of the last beat done
+	reported int64                    // the demand the last beat reported
 }
 
 type waitCancel struct{ cancel context.CancelCauseFunc }
@@ -107,11 +108,17 @@ func (l *leased) acquire(ctx context.Context, try bool, opts []AcquireOption) (*
 func (l *leased) wait(ctx context.Context, try bool, opts []AcquireOption) (*Permit, error) {
 	l.mu.Lock()
 	gen, down := l.beatGen, l.down
+	// Ask Redis at once only if this demand is news: a saturated process
+	// (demand as reported) waits for its next beat, which comes every
+	// shareRebalance while anyone wants more than its share.
+	news := l.demand > l.reported
 	l.mu.Unlock()
 	if down {
 		return nil, errShareOutage
 	}
-	l.poke()
+	if news || try {
+		l.poke()
+	}
 	if try {
 		// Wait for a beat that counted this call's demand.
 		for {

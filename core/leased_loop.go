@@ -94,6 +94,9 @@ func (l *leased) beat(st *beatState) time.Duration {
 	ls := l.loc.state()
 	inUse, waiting := ls.inUse, ls.waitN
 	demand = max(demand, inUse+ls.waitW)
+	l.mu.Lock()
+	l.reported = demand
+	l.mu.Unlock()
 	keep := max(inUse, ls.share)
 	sent := time.Now()
 	st.last = sent
