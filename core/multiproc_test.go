@@ -43,6 +43,9 @@ func queuedAt(p *core.Permit) int64 {
 }
 
 func runChild(mode string) int {
+	if strings.HasPrefix(mode, "leased-") {
+		return runLeasedChild(mode) // leased_multiproc_test.go
+	}
 	c := redis.NewClient(&redis.Options{Addr: os.Getenv("DISTSEM_REDIS_ADDR"), ClientName: os.Getenv("CLIENT_NAME")})
 	defer c.Close()
 	limit, _ := strconv.ParseInt(os.Getenv("LIMIT"), 10, 64)

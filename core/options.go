@@ -28,6 +28,7 @@ type config struct {
 	reentrant    bool          // WithReentrant
 	quorumDrift  time.Duration // WithClockDrift
 	quorumAnswer time.Duration // WithMasterTimeout
+	leased       bool          // WithLeasedShares
 }
 
 func defaultConfig() config {

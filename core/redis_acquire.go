@@ -9,6 +9,9 @@ import (
 )
 
 func (s *Redis) acquire(ctx context.Context, try bool, opts []AcquireOption) (*Permit, error) {
+	if s.leased != nil {
+		return s.leased.acquire(ctx, try, opts)
+	}
 	a, err := buildAcquire(s.b.cfg.leaseTTL, opts)
 	if err != nil {
 		return nil, err
