@@ -160,7 +160,7 @@ func newQuorum(clients []redis.UniversalClient, name string, limit int64, all bo
 		nodeCfg := cfg
 		nodeCfg.policy = FailClosed
 		nodeCfg.reentrant = false
-		nodeCfg.leased = false // a quorum decides on every node: no leased shares
+		nodeCfg.leased = false                          // a quorum decides on every node: no leased shares
 		nodeCfg.observer = ObserverFunc(func(e Event) { // backend errors only: the quorum reports the rest
 			if e.Kind == EventBackendError {
 				cfg.observe(e)
