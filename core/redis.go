@@ -127,10 +127,12 @@ func (s *Redis) Stats(ctx context.Context) (Stats, error) {
 // Close takes this process's queued Acquire calls out of the Redis queue
 // (each leave bounded by the operation timeout, all at once), then stops the
 // pub/sub listener, the renewal loop and the background clean-up and waits
-// for them. Queued Acquire calls return ErrClosed, and so do later ones; none
-// returns a permit after Close. Permits still held are no longer renewed and their Lost channels are
-// closed; Release still returns them at once, otherwise they come back when
-// their lease ends. Close does not close the Redis client.
+// for them. Queued Acquire calls return ErrClosed, and so do later ones; an
+// Acquire whose grant reached this process before Close returns that permit,
+// already lost, and no permit is granted after Close. Permits still held are
+// no longer renewed and their Lost channels are closed; Release still
+// returns them at once, otherwise they come back when their lease ends.
+// Close does not close the Redis client.
 func (s *Redis) Close() error {
 	if !s.owned {
 		return nil
