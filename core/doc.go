@@ -13,9 +13,10 @@
 // # Guarantees of the Redis backend
 //
 //   - One decision, one script. Acquiring, releasing, leaving the queue,
-//     renewing, changing the limit and reading the state are each one
-//     atomic Lua script. Time is read only from Redis TIME; no client clock
-//     is trusted for a decision.
+//     renewing, adopting or releasing a permit by ID, changing a lease or
+//     the limit, and reading the state are each one atomic Lua script.
+//     Time is read only from Redis TIME; no client clock is trusted for a
+//     decision.
 //   - Idempotent scripts, no lost capacity. Every script run twice for one
 //     id (go-redis re-sends a command after a read timeout, and a blackholed
 //     connection delivers it late) has the effect of one run: a repeated
@@ -86,6 +87,34 @@
 //   - Bounded memory. Every key has the hash tag {name} (Redis Cluster puts
 //     them in one slot) and expires one minute after the last lease or
 //     waiter would have, unless the limit was pinned by SetLimit.
+//
+// # Permits that cross processes
+//
+// A Redis permit has an ID (Permit.ID), an opaque string that another
+// process may receive (a subtask's argument, a queue message) and use on a
+// semaphore of the same name, key prefix and Redis:
+//
+//   - Redis.Adopt takes over the permit: same weight, token and grant
+//     time, under a new ID, with the adopter's default lease TTL, renewed
+//     by the adopter's process from then on. One script moves the holder
+//     entry and leaves a tombstone on the old ID, so only one process ever
+//     renews a permit: the original *Permit's renewal finds its ID gone and
+//     closes Lost (within a third of its lease TTL; its observer sees
+//     EventLost), and its Release returns ErrNotHeld. The count of permits
+//     in use does not change, and fencing is unchanged: the token is the
+//     one granted.
+//   - Redis.ReleaseID releases the permit, whichever process holds it, and
+//     hands it to the head of the queue as Release does. The holder's
+//     *Permit sees Lost at its next renewal, and its Release returns
+//     ErrNotHeld. A retry after a lost reply returns nil.
+//   - Permit.SetLeaseTTL changes a held permit's lease (in [100ms, 24h]) for
+//     a holder that knows its work will be long: the lease ends ttl from
+//     now, and every renewal renews it by ttl.
+//
+// All three are one idempotent script each, like every other decision. An
+// ID that is not held (its lease ended, it was released or adopted) gives
+// ErrNotHeld. Permits of the in-process backend, of fallback policies, of
+// Keyed semaphores and of Quorum have an empty ID.
 //
 // # What a Redis failover can do
 //
