@@ -292,3 +292,58 @@ func TestAdoptUnderMinimalACL(t *testing.T) {
 	ok(t, pb.Release(ctx))
 	wantStats(t, a, 0, 0)
 }
+
+// TestKeyedAdopt: a keyed permit's ID is adopted or released by id through
+// another Keyed of the same name, given the key; an in-process Keyed has
+// no ids.
+func TestKeyedAdopt(t *testing.T) {
+	adoptClients(t, func(t *testing.T, c redis.UniversalClient, prefix string) {
+		opts := []core.Option{core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(300 * time.Millisecond)}
+		k1 := core.NewRedisKeyed(c, "kad", 2, opts...)
+		defer k1.Close()
+		k2 := core.NewRedisKeyed(c, "kad", 2, opts...)
+		defer k2.Close()
+		ctx := context.Background()
+		p, err := k1.Acquire(ctx, "GET /x")
+		ok(t, err)
+		if p.ID() == "" {
+			t.Fatal("a Redis keyed permit has an empty ID")
+		}
+		if _, err := k2.Adopt(ctx, "GET /y", p.ID()); !errors.Is(err, core.ErrNotHeld) {
+			t.Fatalf("Adopt under another key: %v, want ErrNotHeld", err)
+		}
+		pb, err := k2.Adopt(ctx, "GET /x", p.ID())
+		ok(t, err)
+		if pb.Token() != p.Token() || pb.ID() == p.ID() {
+			t.Fatalf("adopted token %d ID %q; want token %d and a new ID", pb.Token(), pb.ID(), p.Token())
+		}
+		lostWithin(t, p, "the keyed permit adopted away")
+		if err := p.Release(ctx); !errors.Is(err, core.ErrNotHeld) {
+			t.Fatalf("Release: %v, want ErrNotHeld", err)
+		}
+		p2, err := k1.Acquire(ctx, "GET /x")
+		ok(t, err)
+		ok(t, k2.ReleaseID(ctx, "GET /x", p2.ID()))
+		if st, err := k1.Stats(ctx, "GET /x"); err != nil || st.InUse != 1 {
+			t.Fatalf("stats = %+v, %v; want the adopted permit alone in use", st, err)
+		}
+		if err := p2.Release(ctx); !errors.Is(err, core.ErrNotHeld) {
+			t.Fatalf("Release of a keyed permit released by id: %v, want ErrNotHeld", err)
+		}
+		ok(t, pb.Release(ctx))
+		if st, err := k1.Stats(ctx, "GET /x"); err != nil || st.InUse != 0 {
+			t.Fatalf("stats = %+v, %v; want none in use", st, err)
+		}
+	})
+	l := core.NewLocalKeyed(1)
+	defer l.Close()
+	lp, err := l.Acquire(context.Background(), "a")
+	ok(t, err)
+	if lp.ID() != "" {
+		t.Fatalf("an in-process keyed permit has ID %q", lp.ID())
+	}
+	if _, err := l.Adopt(context.Background(), "a", "x.1"); !errors.Is(err, core.ErrInvalidArgument) {
+		t.Fatalf("Adopt on an in-process Keyed: %v, want ErrInvalidArgument", err)
+	}
+	ok(t, lp.Release(context.Background()))
+}

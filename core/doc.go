@@ -113,8 +113,9 @@
 //
 // All three are one idempotent script each, like every other decision. An
 // ID that is not held (its lease ended, it was released or adopted) gives
-// ErrNotHeld. Permits of the in-process backend, of fallback policies, of
-// Keyed semaphores and of Quorum have an empty ID.
+// ErrNotHeld. Keyed.Adopt and Keyed.ReleaseID do the same for the
+// permits of a keyed semaphore, given the key. Permits of the in-process
+// backend, of fallback policies and of Quorum have an empty ID.
 //
 // # What a Redis failover can do
 //
