@@ -49,6 +49,11 @@ func TestFaultAdoptReplyLost(t *testing.T) {
 	defer b.Close()
 	ctx := context.Background()
 	pa := acquire(t, a)
+	// Load the script on the server first (another test may have flushed
+	// it): a held NOSCRIPT reply would mean the script never ran.
+	if _, err := b.Adopt(ctx, "not.held"); !errors.Is(err, core.ErrNotHeld) {
+		t.Fatalf("Adopt of an unknown id: %v, want ErrNotHeld", err)
+	}
 	p.hold(down)
 	var err error
 	within(t, 300*time.Millisecond+2*time.Second, "Adopt with its reply held", func() error {

@@ -88,6 +88,18 @@
 //     them in one slot) and expires one minute after the last lease or
 //     waiter would have, unless the limit was pinned by SetLimit.
 //
+// # What a Redis failover can do
+//
+// Redis replication is asynchronous. After a failover (Sentinel or
+// Cluster), grants, releases and queue entries acknowledged by the old
+// primary may be missing on the new one. The semaphore then over-admits (up
+// to twice the limit) until the leases granted before the failover end, at
+// most one lease TTL later, and a holder whose entry vanished sees Lost and
+// gets ErrNotHeld from Release. Waiters whose queue entry vanished queue
+// again when their next heartbeat finds them gone. Use the semaphore to
+// protect capacity (an efficiency limit), not for mutual exclusion; where a
+// resource must reject stale holders, have it check Permit.Token.
+//
 // # Permits that cross processes
 //
 // A Redis permit has an ID (Permit.ID), an opaque string that another
@@ -116,18 +128,6 @@
 // ErrNotHeld. Keyed.Adopt and Keyed.ReleaseID do the same for the
 // permits of a keyed semaphore, given the key. Permits of the in-process
 // backend, of fallback policies and of Quorum have an empty ID.
-//
-// # What a Redis failover can do
-//
-// Redis replication is asynchronous. After a failover (Sentinel or
-// Cluster), grants, releases and queue entries acknowledged by the old
-// primary may be missing on the new one. The semaphore then over-admits (up
-// to twice the limit) until the leases granted before the failover end, at
-// most one lease TTL later, and a holder whose entry vanished sees Lost and
-// gets ErrNotHeld from Release. Waiters whose queue entry vanished queue
-// again when their next heartbeat finds them gone. Use the semaphore to
-// protect capacity (an efficiency limit), not for mutual exclusion; where a
-// resource must reject stale holders, have it check Permit.Token.
 //
 // # Errors
 //

@@ -63,12 +63,12 @@ func checkID(id string) error {
 // Adopt returns an ErrNotHeld error if id is not held by this semaphore
 // (its lease ended, it was released, or it was adopted already), an
 // ErrInvalidArgument error if id cannot be a permit id, ErrClosed after
-// Close, an error wrapping ctx.Err() if ctx ends first, and an ErrUnavailable error if
-// Redis could not be reached (bounded by ctx and the operation timeout);
-// after that error the permit may have been adopted and given back (the
-// original holder then sees Lost), or may still be held by its original
-// holder. The failure policy does not apply: Adopt never grants a fallback
-// permit.
+// Close, an error wrapping ctx.Err() if ctx ends first, and an
+// ErrUnavailable error if Redis could not be reached (bounded by ctx and
+// the operation timeout). After either of the last two the permit may have
+// been adopted and given back in the background (the original holder then
+// sees Lost), or may still be held by its original holder. The failure
+// policy does not apply: Adopt never grants a fallback permit.
 func (s *Redis) Adopt(ctx context.Context, id string) (*Permit, error) {
 	if err := checkID(id); err != nil {
 		return nil, err
