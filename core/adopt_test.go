@@ -347,3 +347,19 @@ func TestKeyedAdopt(t *testing.T) {
 	}
 	ok(t, lp.Release(context.Background()))
 }
+
+// TestSetLeaseTTLWhileRenewing changes the lease again and again while the
+// renewal loop renews it (each change forces a renewal): under -race, a
+// renewal that read the TTL unsynchronised would be reported.
+func TestSetLeaseTTLWhileRenewing(t *testing.T) {
+	c, _ := miniClient(t)
+	s := core.NewRedis(c, "churn", 1, core.WithDefaultLeaseTTL(100*time.Millisecond))
+	defer s.Close()
+	ctx := context.Background()
+	p := acquire(t, s)
+	for i := range 100 {
+		ok(t, p.SetLeaseTTL(ctx, time.Duration(100+i%2*50)*time.Millisecond))
+	}
+	ok(t, p.Release(ctx))
+	wantStats(t, s, 0, 0)
+}
