@@ -13,9 +13,10 @@
 // # Guarantees of the Redis backend
 //
 //   - One decision, one script. Acquiring, releasing, leaving the queue,
-//     renewing, changing the limit and reading the state are each one
-//     atomic Lua script. Time is read only from Redis TIME; no client clock
-//     is trusted for a decision.
+//     renewing, adopting or releasing a permit by ID, changing a lease or
+//     the limit, and reading the state are each one atomic Lua script.
+//     Time is read only from Redis TIME; no client clock is trusted for a
+//     decision.
 //   - Idempotent scripts, no lost capacity. Every script run twice for one
 //     id (go-redis re-sends a command after a read timeout, and a blackholed
 //     connection delivers it late) has the effect of one run: a repeated
@@ -159,6 +160,35 @@
 // again when their next heartbeat finds them gone. Use the semaphore to
 // protect capacity (an efficiency limit), not for mutual exclusion; where a
 // resource must reject stale holders, have it check Permit.Token.
+//
+// # Permits that cross processes
+//
+// A Redis permit has an ID (Permit.ID), an opaque string that another
+// process may receive (a subtask's argument, a queue message) and use on a
+// semaphore of the same name, key prefix and Redis:
+//
+//   - Redis.Adopt takes over the permit: same weight, token and grant
+//     time, under a new ID, with the adopter's default lease TTL, renewed
+//     by the adopter's process from then on. One script moves the holder
+//     entry and leaves a tombstone on the old ID, so only one process ever
+//     renews a permit: the original *Permit's renewal finds its ID gone and
+//     closes Lost (within a third of its lease TTL; its observer sees
+//     EventLost), and its Release returns ErrNotHeld. The count of permits
+//     in use does not change, and fencing is unchanged: the token is the
+//     one granted.
+//   - Redis.ReleaseID releases the permit, whichever process holds it, and
+//     hands it to the head of the queue as Release does. The holder's
+//     *Permit sees Lost at its next renewal, and its Release returns
+//     ErrNotHeld. A retry after a lost reply returns nil.
+//   - Permit.SetLeaseTTL changes a held permit's lease (in [100ms, 24h]) for
+//     a holder that knows its work will be long: the lease ends ttl from
+//     now, and every renewal renews it by ttl.
+//
+// All three are one idempotent script each, like every other decision. An
+// ID that is not held (its lease ended, it was released or adopted) gives
+// ErrNotHeld. Keyed.Adopt and Keyed.ReleaseID do the same for the
+// permits of a keyed semaphore, given the key. Permits of the in-process
+// backend, of fallback policies and of Quorum have an empty ID.
 //
 // # Errors
 //

@@ -54,6 +54,8 @@ func runChild(mode string) int {
 	defer s.Close()
 	ctx := context.Background()
 	switch mode {
+	case "adopt", "releaseid":
+		return runAdoptChild(mode, s)
 	case "crash":
 		// Hold every permit, queue two more waiters, then wait to be killed.
 		if _, err := s.Acquire(ctx, core.WithWeight(limit)); err != nil {

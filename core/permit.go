@@ -37,7 +37,7 @@ type Permit struct {
 	weight   int64
 	token    int64
 	id       string        // backend handle (Redis member); empty for Local
-	ttl      int64         // lease in milliseconds (Redis)
+	ttl      int64         // lease in milliseconds (Redis); SetLeaseTTL stores it atomically under the backend's lock
 	lost     chan struct{} // nil: the lease can never be lost
 	inner    *Permit       // the backend's permit, for a Keyed permit
 	grantUS  int64         // Redis TIME of the grant in microseconds

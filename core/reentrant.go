@@ -1,6 +1,9 @@
 package core
 
-import "context"
+import (
+	"context"
+	"sync/atomic"
+)
 
 // Reentrant permits. Redisson counts the re-entries of a lock per thread;
 // Go has no thread identity, so the permit travels in the ctx instead:
@@ -126,7 +129,7 @@ func reenter(ctx context.Context, on bool, name string, weight int64, same func(
 			return nil, true, invalid("nested acquire of weight %d exceeds the weight %d held in ctx for %q", weight, held.weight, name)
 		}
 		return &Permit{owner: nestedOwner{}, inner: held, weight: weight, token: held.token,
-			id: held.id, ttl: held.ttl, lost: held.lost, grantUS: held.grantUS}, true, nil
+			id: held.id, ttl: atomic.LoadInt64(&held.ttl), lost: held.lost, grantUS: held.grantUS}, true, nil
 	}
 	return nil, false, nil
 }
