@@ -62,7 +62,8 @@ func checkID(id string) error {
 //
 // Adopt returns an ErrNotHeld error if id is not held by this semaphore
 // (its lease ended, it was released, or it was adopted already), an
-// ErrInvalidArgument error if id cannot be a permit id, ErrClosed after
+// ErrInvalidArgument error if id cannot be a permit id or the semaphore is
+// in the leased-shares mode, ErrClosed after
 // Close, an error wrapping ctx.Err() if ctx ends first, and an
 // ErrUnavailable error if Redis could not be reached (bounded by ctx and
 // the operation timeout). After either of the last two the permit may have
@@ -72,6 +73,9 @@ func checkID(id string) error {
 func (s *Redis) Adopt(ctx context.Context, id string) (*Permit, error) {
 	if err := checkID(id); err != nil {
 		return nil, err
+	}
+	if s.leased != nil {
+		return nil, errLeasedIDs
 	}
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("core: adopt %q: %w", s.name, ctx.Err())
@@ -158,6 +162,9 @@ func (s *Redis) ReleaseID(ctx context.Context, id string) error {
 	if err := checkID(id); err != nil {
 		return err
 	}
+	if s.leased != nil {
+		return errLeasedIDs
+	}
 	r, err := s.run(ctx, scriptReleaseID, s.limit, id, s.b.tombTTL(s.b.cfg.leaseTTL))
 	if err != nil {
 		err = unavailable("release id", s.name, err)
@@ -214,3 +221,7 @@ func tracked(t *semTrack, p *Permit) bool {
 	_, ok := t.held[p]
 	return ok
 }
+
+// errLeasedIDs: in the leased-shares mode permits are granted by this
+// process's share, not held in Redis by id, so they cannot cross processes.
+var errLeasedIDs = invalid("permits of a semaphore in the leased-shares mode (WithLeasedShares) have no id that another process can adopt or release")
