@@ -55,3 +55,18 @@ require (
 )
 
 replace github.com/distsem/distsem => ../
+
+require (
+	github.com/distsem/distsem/core/admit/promadmit v0.0.0
+	github.com/distsem/distsem/echomw v0.0.0
+	github.com/distsem/distsem/grpcmw v0.0.0
+	github.com/distsem/distsem/sqlmw v0.0.0
+)
+
+replace (
+	github.com/distsem/distsem/core/admit/promadmit => ../core/admit/promadmit
+	github.com/distsem/distsem/core/promsem => ../core/promsem
+	github.com/distsem/distsem/echomw => ../echomw
+	github.com/distsem/distsem/grpcmw => ../grpcmw
+	github.com/distsem/distsem/sqlmw => ../sqlmw
+)

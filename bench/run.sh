@@ -9,9 +9,9 @@
 #
 # Parts. Core (issue 2; distsem beside the seed's design):
 #   util procs uncontended burst handoff reference evalsha local
-# Peers and growth curves (issue 11 §3; distsem, its leased mode when core
-# has it, the seed, go-redsync/redsync, bsm/redislock, and the in-process
-# bound core.Local and x/sync):
+# Peers and growth curves (issue 11 §3; distsem, its leased mode, the
+# seed, go-redsync/redsync, bsm/redislock, and the in-process bound
+# core.Local and x/sync):
 #   peers          limit 1, 4 processes × 4, 1 ms holds; and 1 goroutine, hold 0
 #   growth-procs   utilization and throughput, processes 1 → 16
 #   growth-waiters wait time, waiters 10 → 10 000
@@ -39,7 +39,7 @@ ONLY=${ONLY:-"$CORE_PARTS $GROWTH_PARTS plots"}
 PORTS=${PORTS:-$(seq 6430 6439)}
 CLUSTER_PORTS=${CLUSTER_PORTS:-$(seq 6440 6449)}
 BUS_OFFSET=${BUS_OFFSET:-10000}
-# Backends of the growth parts; "leased" is skipped until core has the mode.
+# Backends of the growth parts (leased: core.WithLeasedShares).
 DIST=${DIST:-"distsem leased seed redsync redislock"}
 OUT=$(mkdir -p "$OUT" && cd "$OUT" && pwd)
 D=$(mktemp -d /tmp/distsem-redis.XXXXXX)
@@ -107,10 +107,6 @@ LOAD=("$D/load" -duration "$DURATION" -results "$OUT/results.jsonl")
 run() { # label backend flags... (on the standalone server unless flags say -cluster)
 	local label=$1 backend=$2
 	shift 2
-	if [ "$backend" = leased ]; then
-		echo "== $label backend=leased: skipped, distsem has no leased mode yet (issue 11 §2)" | tee -a "$OUT/runs.txt"
-		return
-	fi
 	# A failed run (a peer's error, a limit violation) is reported and the
 	# part goes on.
 	"${LOAD[@]}" -redis "$ADDR" -redis-pid "$RPID" -label "$label" -backend "$backend" -rep "$rep" "$@" 2>&1 | tee -a "$OUT/runs.txt" ||

@@ -13,9 +13,10 @@
 // # Guarantees of the Redis backend
 //
 //   - One decision, one script. Acquiring, releasing, leaving the queue,
-//     renewing, changing the limit and reading the state are each one
-//     atomic Lua script. Time is read only from Redis TIME; no client clock
-//     is trusted for a decision.
+//     renewing, adopting or releasing a permit by ID, changing a lease or
+//     the limit, and reading the state are each one atomic Lua script.
+//     Time is read only from Redis TIME; no client clock is trusted for a
+//     decision.
 //   - Idempotent scripts, no lost capacity. Every script run twice for one
 //     id (go-redis re-sends a command after a read timeout, and a blackholed
 //     connection delivers it late) has the effect of one run: a repeated
@@ -87,6 +88,67 @@
 //     them in one slot) and expires one minute after the last lease or
 //     waiter would have, unless the limit was pinned by SetLimit.
 //
+// # Leased shares (WithLeasedShares, opt-in)
+//
+// A through-Redis semaphore is bound by round trips and wake-ups: every
+// hand-off wakes Redis, then the waiter's process. WithLeasedShares trades
+// cross-process order for in-process speed, as Google's Doorman does:
+//
+//   - Each process leases a share of the limit, kept in Redis (one hash
+//     under the semaphore's hash tag, one script, lua/share.lua, per
+//     decision, time from Redis TIME). The shares never sum above the
+//     limit: a share grows only into capacity no other share holds.
+//   - Within the process a FIFO in-process semaphore (the Local backend) of
+//     the share's size grants and hands off permits without a round trip.
+//     Acquire goes to Redis only when the share is full; then the process
+//     asks for more at once. TryAcquire of a process without a free permit
+//     in its share waits for that one round trip (bounded by ctx), then
+//     answers.
+//   - Each process reports its demand (the weight held plus the weight
+//     queued, the peak since its last report) with its heartbeat, every
+//     TTL/3, and every 25ms while some process wants more than its share.
+//     Shares are rebalanced max-min fairly by demand. A process shrinks by
+//     lowering its local limit and gives the share back as its own permits
+//     are released: a held permit is never revoked. Where integer shares
+//     cannot be equal, the units left over rotate every 200ms, so no
+//     process with waiters goes without a share for long. A process that
+//     starts demanding gets free capacity at once, and otherwise its fair
+//     share once the others' holders release (the tests log tens of ms).
+//     A process whose head waiter is heavier than its fair share gets
+//     turns too: for one rotation period at a time, its target is that
+//     weight and the others share the rest, so a heavy request is not
+//     starved by lighter ones elsewhere (it waits for the others' holders
+//     to drain, as a heavy request at the head of the default mode's
+//     queue does).
+//   - A share has a lease of WithDefaultLeaseTTL (WithLeaseTTL is checked
+//     and otherwise ignored), renewed by the heartbeat. A killed process's
+//     share comes back when its lease ends. When renewal has failed for
+//     longer than the lease, or Redis answers that the share is gone (its
+//     lease ended, or a failover lost it), Lost is closed on every permit
+//     the process holds on that semaphore and Release returns ErrNotHeld;
+//     the process then grants nothing until it leases a share again. While
+//     it has no valid share and Redis has been unreachable for the outage
+//     grace, Acquire and TryAcquire (and its queued Acquire calls) take the
+//     failure policy; holding a share, it keeps granting within it.
+//   - Tokens. A token is epoch × 2^32 + n: epoch is the share's epoch, a
+//     counter in Redis that each new share (a process joining, or coming
+//     back after a lost share) increments, and n counts the grants of this
+//     process since. Tokens strictly increase within a process (also
+//     across its epochs), but not across processes: two processes grant
+//     tokens of different epochs at the same time, and epochs start again
+//     if the semaphore's key is lost. Use the default mode for fencing.
+//   - Stats reports this process's holders and waiters as they are, and
+//     the other processes' as of their last heartbeat.
+//   - Close gives the share back (or, if permits are still held, lets its
+//     lease end), closes Lost on held permits and fails queued calls with
+//     ErrClosed.
+//
+// Choose it for short holds at high rates (queries of a few ms, many per
+// second per process). Do not choose it where order across processes
+// matters (FIFO holds only within a process), nor for fencing. Every
+// process of one semaphore must use the same mode: the modes keep separate
+// state in Redis, so a mix would admit up to twice the limit.
+//
 // # What a Redis failover can do
 //
 // Redis replication is asynchronous. After a failover (Sentinel or
@@ -98,6 +160,35 @@
 // again when their next heartbeat finds them gone. Use the semaphore to
 // protect capacity (an efficiency limit), not for mutual exclusion; where a
 // resource must reject stale holders, have it check Permit.Token.
+//
+// # Permits that cross processes
+//
+// A Redis permit has an ID (Permit.ID), an opaque string that another
+// process may receive (a subtask's argument, a queue message) and use on a
+// semaphore of the same name, key prefix and Redis:
+//
+//   - Redis.Adopt takes over the permit: same weight, token and grant
+//     time, under a new ID, with the adopter's default lease TTL, renewed
+//     by the adopter's process from then on. One script moves the holder
+//     entry and leaves a tombstone on the old ID, so only one process ever
+//     renews a permit: the original *Permit's renewal finds its ID gone and
+//     closes Lost (within a third of its lease TTL; its observer sees
+//     EventLost), and its Release returns ErrNotHeld. The count of permits
+//     in use does not change, and fencing is unchanged: the token is the
+//     one granted.
+//   - Redis.ReleaseID releases the permit, whichever process holds it, and
+//     hands it to the head of the queue as Release does. The holder's
+//     *Permit sees Lost at its next renewal, and its Release returns
+//     ErrNotHeld. A retry after a lost reply returns nil.
+//   - Permit.SetLeaseTTL changes a held permit's lease (in [100ms, 24h]) for
+//     a holder that knows its work will be long: the lease ends ttl from
+//     now, and every renewal renews it by ttl.
+//
+// All three are one idempotent script each, like every other decision. An
+// ID that is not held (its lease ended, it was released or adopted) gives
+// ErrNotHeld. Keyed.Adopt and Keyed.ReleaseID do the same for the
+// permits of a keyed semaphore, given the key. Permits of the in-process
+// backend, of fallback policies and of Quorum have an empty ID.
 //
 // # Errors
 //

@@ -144,23 +144,39 @@ func TestFaultNoPermitAfterClose(t *testing.T) {
 	}
 }
 
-// Defect 14: a grant that races Close is never returned.
+// Defect 14: a grant that races Close either lost the race (Acquire returns
+// ErrClosed and the grant is passed on) or won it (the permit was held
+// before Close, which then marked it lost). Either way Acquire never hands
+// out a permit that Close did not see, and no capacity is left behind.
 func TestFaultGrantRacingClose(t *testing.T) {
 	c := realClient(t)
 	prefix := uniquePrefix(t)
 	other := core.NewRedis(c, "race", 1, core.WithKeyPrefix(prefix))
 	defer other.Close()
 	ctx := context.Background()
+	type result struct {
+		pm  *core.Permit
+		err error
+	}
 	for range 30 {
 		s := core.NewRedis(c, "race", 1, core.WithKeyPrefix(prefix))
 		hp := acquire(t, s)
-		res := make(chan *core.Permit, 1)
-		go func() { pm, _ := s.Acquire(ctx); res <- pm }()
+		res := make(chan result, 1)
+		go func() { pm, err := s.Acquire(ctx); res <- result{pm, err} }()
 		waitQueued(t, other, 1)
 		go func() { _ = hp.Release(ctx) }()
 		ok(t, s.Close())
-		if pm := <-res; pm != nil {
-			t.Fatal("Acquire returned a permit after Close")
+		r := <-res
+		switch {
+		case r.pm == nil && !errors.Is(r.err, core.ErrClosed):
+			t.Fatalf("Acquire racing Close: %v, want a permit or ErrClosed", r.err)
+		case r.pm != nil:
+			select {
+			case <-r.pm.Lost():
+			default:
+				t.Fatal("Acquire returned a permit that Close did not mark lost")
+			}
+			_ = r.pm.Release(ctx)
 		}
 		wantStats(t, other, 0, 0)
 	}

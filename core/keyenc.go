@@ -46,6 +46,12 @@ func newKeyID(key string) keyID {
 // from.
 func (id keyID) keep() keyID { return keyID{s: strings.Clone(id.s), hashed: id.hashed} }
 
+// KeyLabel returns the name that observers see (Event.Name) for the key
+// of a keyed semaphore: key itself when it is at most MaxKeyLen bytes, else
+// its first 64 bytes, "…#" and 16 hex digits of its SHA-256. A collector
+// that gives named keys series of their own matches events against it.
+func KeyLabel(key string) string { return newKeyID(key).label(key) }
+
 // label returns the name that observers, metrics, logs and error messages
 // see for key: the key itself when it is at most MaxKeyLen bytes, else its
 // first 64 bytes (cut at a rune boundary), "…#" and 16 hex digits of its

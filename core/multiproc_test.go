@@ -43,6 +43,9 @@ func queuedAt(p *core.Permit) int64 {
 }
 
 func runChild(mode string) int {
+	if strings.HasPrefix(mode, "leased-") {
+		return runLeasedChild(mode) // leased_multiproc_test.go
+	}
 	c := redis.NewClient(&redis.Options{Addr: os.Getenv("DISTSEM_REDIS_ADDR"), ClientName: os.Getenv("CLIENT_NAME")})
 	defer c.Close()
 	limit, _ := strconv.ParseInt(os.Getenv("LIMIT"), 10, 64)
@@ -51,6 +54,8 @@ func runChild(mode string) int {
 	defer s.Close()
 	ctx := context.Background()
 	switch mode {
+	case "adopt", "releaseid":
+		return runAdoptChild(mode, s)
 	case "crash":
 		// Hold every permit, queue two more waiters, then wait to be killed.
 		if _, err := s.Acquire(ctx, core.WithWeight(limit)); err != nil {

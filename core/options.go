@@ -25,9 +25,10 @@ type config struct {
 	maxIdle  int
 	fault    faultConfig // options_fault.go
 
-	reentrant   bool          // WithReentrant
-	quorumDrift time.Duration // WithClockDrift
-	quorumSplit time.Duration // WithSplitWait
+	reentrant    bool          // WithReentrant
+	quorumDrift  time.Duration // WithClockDrift
+	quorumAnswer time.Duration // WithMasterTimeout
+	leased       bool          // WithLeasedShares
 }
 
 func defaultConfig() config {
@@ -130,6 +131,8 @@ type AcquireOption func(*acquireConfig)
 type acquireConfig struct {
 	weight int64
 	ttl    time.Duration
+
+	queued func() // called when a Redis waiter has queued (Quorum)
 }
 
 // WithWeight asks for n permits at once. The default is 1. A weight that is

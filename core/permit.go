@@ -37,7 +37,7 @@ type Permit struct {
 	weight   int64
 	token    int64
 	id       string        // backend handle (Redis member); empty for Local
-	ttl      int64         // lease in milliseconds (Redis)
+	ttl      int64         // lease in milliseconds (Redis); SetLeaseTTL stores it atomically under the backend's lock
 	lost     chan struct{} // nil: the lease can never be lost
 	inner    *Permit       // the backend's permit, for a Keyed permit
 	grantUS  int64         // Redis TIME of the grant in microseconds
@@ -52,7 +52,8 @@ func (p *Permit) Weight() int64 { return p.weight }
 // with every grant of the same semaphore, across all processes sharing it,
 // so a resource guarded by the semaphore can reject a writer whose token is
 // older than one it has already seen. A permit granted by a fail-open or
-// local fallback policy has token 0.
+// local fallback policy has token 0. In the leased mode (WithLeasedShares)
+// tokens increase only within a process: see the package documentation.
 func (p *Permit) Token() int64 { return p.token }
 
 // GrantedAt returns the Redis server time at which the permit was granted,

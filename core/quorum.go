@@ -5,7 +5,10 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -13,69 +16,85 @@ import (
 
 // Quorum is a semaphore over several independent Redis masters (not
 // replicas of each other): a permit counts only when enough of them grant
-// it, as in Redlock (NewQuorum: a majority) or in Redisson's MultiLock
-// (NewAllOf: every master). Each master runs an ordinary Redis semaphore of
-// this package, with its own leases, FIFO queue, renewal loop and pub/sub
-// listener.
+// it, as in Redlock (NewQuorum) or in Redisson's MultiLock (NewAllOf: every
+// master). Each master runs an ordinary Redis semaphore of this package,
+// with its own leases, FIFO queue, renewal loop and pub/sub listener.
+//
+// # How many masters must grant
+//
+// NewAllOf: all N. NewQuorum: the smallest q with q·(L+1) > N·L for the
+// limit L, so that any L+1 permits share a master, which grants at most L.
+// For L = 1 (a lock) that is a majority, as in Redlock. A majority is not
+// enough above 1: at L = 2 three permits granted by masters {0,1}, {1,2}
+// and {0,2} of 3 fit every master. So q grows with L (3 masters: 2 for
+// L = 1, 3 from L = 2; 5 masters: 3, 4, 4, then 5 from L = 4), and the
+// number of masters that may fail, N − q, shrinks to 0: for a large limit
+// a quorum buys no availability over NewAllOf.
 //
 // # How a permit is granted
 //
-// Acquire queues on every master at once. It succeeds when the required
-// number of masters have granted within the validity window: for each
-// grant, the local time at which its lease is known to have started (the
-// send time of the request, plus the master's own TIME difference between
-// queueing and grant for a handed-off permit) plus the lease TTL, minus the
-// clock drift allowance (WithClockDrift), must still lie in the future for
-// the required number of masters. Otherwise, or when Acquire gives up, every
-// grant is released on every master (rolled back). After success the
-// remaining masters keep granting in the background (their grants join the
-// permit, so that the masters agree), until the permit is released.
+// Acquire asks the masters one after the other, in one order for every
+// process (see NewQuorum), and asks the next one only once the previous
+// one granted or failed; it succeeds once q have granted within the validity window, as in Redlock:
+// the local time at which each lease is known to have started at the
+// latest (the request's send time, plus the master's own TIME between
+// queueing and grant for a permit handed over later) plus the lease TTL,
+// minus the clock drift allowance (WithClockDrift), must still lie ahead
+// for q of them. Otherwise, or when Acquire gives up, every grant is
+// released on every master (rolled back). After success the remaining
+// masters are asked in the background, and their grants join the permit
+// until it is released, so that a permit held long is held on every master
+// that is up. TryAcquire asks all masters at once, never queues, and rolls
+// back if fewer than q grant.
 //
-// # Split votes
+// A master that neither grants nor queues the request within
+// WithMasterTimeout (down or stalled), or that reports a backend error
+// while the request is queued there, is skipped. Release waits for every
+// master's answer, bounded by its ctx.
 //
-// Contenders that queue in a different order on different masters can split
-// the votes: each holds some masters and waits for the others. A contender
-// that holds some but not enough grants for a random time between the split
-// wait and twice it (WithSplitWait, default 50ms) gives those grants back
-// and queues again on those masters only; it keeps its place on the masters
-// where it still waits. The random wait breaks the symmetry, so one
-// contender reaches the quorum and the split cannot last forever.
+// # No split votes, FIFO
 //
-// FIFO holds among contenders that queued on the masters in the same order
-// (for example, one after the other): they are granted in that order. It
-// does not hold between contenders that queued at nearly the same time (the
-// masters may see them in different orders) nor for one that gave back a
-// split vote: it queues again at the back of those masters' queues.
+// Contenders that queued on all masters at once could split the votes:
+// each holding some masters and waiting for the others, for ever. Asking
+// the masters in one fixed order rules that out (a holder of master i only
+// ever waits for masters after i, so no cycle of waits can form), without
+// timers or random back-off. It keeps FIFO order: contenders are served in
+// the order in which they queued on the first master that is up. FIFO does
+// not hold across a change of that master (it went down, or a request
+// skipped it), nor for a contender whose grants outlived the validity
+// window: it starts again at the back. The price is latency: q round trips
+// one after the other when no one waits, against one for a single Redis.
 //
 // # Tokens
 //
-// A permit's token is the largest token its granting masters gave it.
-// Before Acquire returns it raises the token counter of the required number
-// of masters to that value, so: if Acquire of permit B was called after
-// Acquire of permit A returned, and no master lost its data in between,
-// then B.Token() > A.Token(), because the two sets of masters intersect (a
-// majority each, or all) and the master they share grants B a token above
-// the counter A raised. Masters' tokens are also their server time in
+// A permit's token is the largest token its q masters gave it. Before
+// Acquire returns it raises the token counter of q masters to that value
+// (one more round trip, in parallel; script lua/quorum_floor.lua). So if
+// Acquire of permit B was called after Acquire of permit A returned, and no
+// master lost its data in between, then B.Token() > A.Token(): the two sets
+// of q masters share a master (q > N/2), whose next token is above the
+// counter A raised. Masters' tokens are also their server time in
 // microseconds, so across a master that lost its data tokens still increase
 // as long as the masters' clocks agree to better than the time between the
 // two grants.
 //
 // # What it does not guarantee
 //
-// The quorum tolerates the loss of a minority of masters (NewAllOf: none):
-// a crashed, stalled or partitioned master, or one that restarted empty.
-// Its safety still rests on timing, as the Redlock debate showed
-// (Kleppmann, "How to do distributed locking", 2016; antirez, "Is Redlock
-// safe?", 2016; the Redis documentation's own disclaimer): a holder paused
-// (GC, swap, a stopped VM) for longer than its lease, a master whose clock
-// jumps forward (Redis expires leases by wall-clock time), or a master that
-// restarts empty within one lease TTL while another master of the majority
-// also forgets, can each let two holders exceed the limit. Use the
-// semaphore to protect capacity; where a resource must reject a stale
-// holder, pass Permit.Token to it and have it refuse tokens older than the
-// newest it has seen. Keep a crashed master down for one lease TTL before
-// it rejoins empty, and keep the masters' clocks free of jumps (slewing
-// NTP).
+// The quorum tolerates the loss of N − q masters: crashed, stalled,
+// partitioned, or restarted empty. Its safety still rests on timing, as the
+// Redlock debate showed (Kleppmann, "How to do distributed locking",
+// martin.kleppmann.com/2016/02/08/how-to-do-distributed-locking.html;
+// antirez, "Is Redlock safe?", antirez.com/news/101; the disclaimer of the
+// Redis documentation on distributed locks): a holder paused (GC, swap, a
+// stopped VM) for longer than its lease, a master whose clock jumps forward
+// (Redis ends leases by wall-clock time), or a master that restarts empty
+// while it still counted for a permit, can each let the permits in use
+// exceed the limit. Use the semaphore to protect capacity; where a resource must
+// reject a stale holder, pass Permit.Token to it and have it refuse tokens
+// older than the newest it has seen. Stop work when Permit.Lost closes
+// (fewer than q masters still keep the lease). Keep a crashed master down
+// for one lease TTL before it rejoins empty (as the Redis documentation
+// advises), and keep the masters' clocks free of jumps (slewing NTP).
 type Quorum struct {
 	nodes    []*Redis
 	name     string
@@ -84,10 +103,12 @@ type Quorum struct {
 	cfg      config
 	fallback *Local
 
-	mu     sync.Mutex
-	closed bool
-	stop   chan struct{}
-	wg     sync.WaitGroup // every goroutine a Quorum starts
+	mu      sync.Mutex
+	closed  bool
+	waiting map[*quorumHold]struct{} // Acquire calls under way
+	fails   []atomic.Int64           // per master: backend errors seen
+	stop    chan struct{}
+	wg      sync.WaitGroup // every goroutine a Quorum starts
 }
 
 var _ Semaphore = (*Quorum)(nil)
@@ -98,13 +119,18 @@ var luaQuorumFloor string
 var scriptQuorumFloor = redis.NewScript(luaQuorumFloor)
 
 // NewQuorum returns the semaphore name of limit permits over the
-// independent masters clients, of which a majority (len(clients)/2 + 1)
-// must grant every permit. Use an odd number of masters, 3 or 5: a fourth
-// master raises the majority without tolerating one more failure. Options
+// independent masters clients, enough of which must grant every permit
+// that the limit holds: a majority for limit 1 (see Quorum). Use an odd
+// number of masters, 3 or 5: a fourth master raises the majority without
+// tolerating one more failure. Options
 // are those of NewRedis (each master's semaphore uses them, but always
-// fails closed) plus WithClockDrift and WithSplitWait; WithFailurePolicy
-// applies when fewer than a majority of masters can be reached. It panics
-// on no clients, a nil client, a limit <= 0 or a bad name.
+// fails closed) plus WithClockDrift and WithMasterTimeout;
+// WithFailurePolicy applies when too few masters can be reached. Every
+// process must ask the masters in the same order: NewQuorum sorts them by
+// address when every client is a *redis.Client (so name each master by
+// the same address everywhere), and otherwise keeps the order given (so
+// give it in the same order everywhere). It panics on no clients, a nil
+// client, a limit <= 0 or a bad name.
 func NewQuorum(clients []redis.UniversalClient, name string, limit int64, opts ...Option) *Quorum {
 	return newQuorum(clients, name, limit, false, opts)
 }
@@ -124,25 +150,45 @@ func newQuorum(clients []redis.UniversalClient, name string, limit int64, all bo
 	}
 	cfg := buildConfig(opts)
 	checkName(name)
-	q := &Quorum{name: name, limit: limit, all: all, cfg: cfg, stop: make(chan struct{})}
-	nodeCfg := cfg
-	nodeCfg.policy = FailClosed
-	nodeCfg.reentrant = false
-	nodeCfg.observer = ObserverFunc(func(e Event) { // backend errors only: the quorum reports the rest
-		if e.Kind == EventBackendError {
-			cfg.observe(e)
-		}
-	})
-	for _, c := range clients {
+	clients = ordered(clients)
+	q := &Quorum{name: name, limit: limit, all: all, cfg: cfg, stop: make(chan struct{}),
+		waiting: make(map[*quorumHold]struct{}), fails: make([]atomic.Int64, len(clients))}
+	for i, c := range clients {
 		if c == nil {
 			panic("core: NewQuorum expects non-nil clients")
 		}
+		nodeCfg := cfg
+		nodeCfg.policy = FailClosed
+		nodeCfg.reentrant = false
+		nodeCfg.leased = false                          // a quorum decides on every node: no leased shares
+		nodeCfg.observer = ObserverFunc(func(e Event) { // backend errors only: the quorum reports the rest
+			if e.Kind == EventBackendError {
+				cfg.observe(e)
+				q.masterFailed(i)
+			}
+		})
 		q.nodes = append(q.nodes, newRedisBackend(c, nodeCfg).semaphore(name, limit, true))
 	}
 	if cfg.policy.mode == 2 {
 		q.fallback = newLocal(name, cfg.policy.fallback, cfg)
 	}
 	return q
+}
+
+// ordered returns the masters in the order every process must ask them
+// in: by address when every client is a *redis.Client, else as given.
+func ordered(clients []redis.UniversalClient) []redis.UniversalClient {
+	addr := make(map[redis.UniversalClient]string, len(clients))
+	for _, c := range clients {
+		rc, ok := c.(*redis.Client)
+		if !ok {
+			return clients
+		}
+		addr[c] = rc.Options().Addr
+	}
+	out := slices.Clone(clients)
+	slices.SortStableFunc(out, func(a, b redis.UniversalClient) int { return strings.Compare(addr[a], addr[b]) })
+	return out
 }
 
 // WithClockDrift sets the allowance for the difference between the rates
@@ -152,11 +198,12 @@ func newQuorum(clients []redis.UniversalClient, name string, limit int64, all bo
 // that default. Ignored by the other semaphores.
 func WithClockDrift(d time.Duration) Option { return func(c *config) { c.quorumDrift = d } }
 
-// WithSplitWait sets how long a quorum contender that holds some but not
-// enough grants waits (a random time between d and 2d) before it gives
-// them back and queues again on those masters (see Quorum). The default is
-// 50ms. Ignored by the other semaphores.
-func WithSplitWait(d time.Duration) Option { return func(c *config) { c.quorumSplit = d } }
+// WithMasterTimeout sets how long a quorum Acquire (NewQuorum, NewAllOf)
+// waits for a master to answer its request (grant it, or queue it) before
+// it skips that master as down or stalled and asks the next one. A master
+// that queued the request is waited for as long as ctx allows. The default
+// is a tenth of the lease TTL. Ignored by the other semaphores.
+func WithMasterTimeout(d time.Duration) Option { return func(c *config) { c.quorumAnswer = d } }
 
 // quorum returns how many masters must grant a permit: all of them for
 // NewAllOf; for NewQuorum the smallest q with q·(L+1) > N·L, for N masters
@@ -180,13 +227,6 @@ func (q *Quorum) drift(ttl time.Duration) time.Duration {
 		return q.cfg.quorumDrift
 	}
 	return ttl/100 + 2*time.Millisecond
-}
-
-func (q *Quorum) splitWait() time.Duration {
-	if q.cfg.quorumSplit > 0 {
-		return q.cfg.quorumSplit
-	}
-	return 50 * time.Millisecond
 }
 
 // Acquire blocks until the required number of masters grant the permits
@@ -245,9 +285,9 @@ func (q *Quorum) SetLimit(ctx context.Context, limit int64) error {
 }
 
 // Stats asks every master and reports, over those that answer (at least
-// the required number, or an ErrUnavailable error): the highest limit and
-// permits in use, and the lowest number of waiters (a waiter counts once it
-// has queued on every master that answered).
+// the required number, or an ErrUnavailable error): the highest limit,
+// permits in use and number of waiters any of them reports. (A waiter
+// queues on the masters one after the other, first on the first.)
 func (q *Quorum) Stats(ctx context.Context) (Stats, error) {
 	all, err := each(ctx, q, "stats", func(ctx context.Context, s *Redis) (Stats, error) { return s.Stats(ctx) })
 	if err != nil {
@@ -255,7 +295,7 @@ func (q *Quorum) Stats(ctx context.Context) (Stats, error) {
 	}
 	st := all[0]
 	for _, o := range all[1:] {
-		st.Limit, st.InUse, st.Waiting = max(st.Limit, o.Limit), max(st.InUse, o.InUse), min(st.Waiting, o.Waiting)
+		st.Limit, st.InUse, st.Waiting = max(st.Limit, o.Limit), max(st.InUse, o.InUse), max(st.Waiting, o.Waiting)
 	}
 	return st, nil
 }
@@ -280,6 +320,17 @@ func (q *Quorum) Close() error {
 	}
 	q.wg.Wait()
 	return errors.Join(errs...)
+}
+
+// masterFailed wakes the Acquire calls under way: those queued on master i
+// stop waiting for it (see skipFailed).
+func (q *Quorum) masterFailed(i int) {
+	q.fails[i].Add(1)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for h := range q.waiting {
+		h.poke()
+	}
 }
 
 // report passes a backend error to WithOnError and the observer.

@@ -50,7 +50,7 @@ func (h *quorumHold) release(ctx context.Context, _ *Permit) error {
 	h.stop()
 	// Requests under way end first, so that a late grant is not missed:
 	// once they are over, h.perm is final.
-	waitGroup(ctx, &h.nodes)
+	h.waitRequests(ctx)
 	h.mu.Lock()
 	perms := h.takeAll()
 	h.mu.Unlock()

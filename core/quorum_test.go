@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,12 +20,15 @@ import (
 // masters starts n independent redis-servers for one test.
 func masters(t *testing.T, n int) []*coretest.RedisServer {
 	procs := make([]*coretest.RedisServer, n)
+	// The first in the test's goroutine: without redis-server it skips the
+	// test (or fails it under CI), which only that goroutine may do.
+	procs[0] = coretest.StartRedis(t)
 	var wg sync.WaitGroup
-	for i := range procs {
+	for i := 1; i < n; i++ {
 		wg.Go(func() { procs[i] = coretest.StartRedis(t) })
 	}
 	wg.Wait()
-	if t.Skipped() || t.Failed() {
+	if t.Failed() {
 		t.FailNow()
 	}
 	return procs
@@ -236,7 +240,7 @@ func TestQuorumTokensSurviveAForgetfulMaster(t *testing.T) {
 		t.Fatalf("token %d: not the largest of the masters' (%d)", b.Token(), ahead)
 	}
 	ok(t, b.Release(ctx))
-	ms[0].Kill()  // the master that gave b's token is gone
+	ms[0].Kill()    // the master that gave b's token is gone
 	ms[1].Restart() // and the other one is back, empty
 	c := acquire(t, q)
 	if c.Token() <= b.Token() {
@@ -320,4 +324,76 @@ func TestQuorumSizeKeepsTheLimit(t *testing.T) {
 	}
 	wantStats(t, n0, 1, 0)
 	wantStats(t, n2, 1, 0)
+}
+
+// TestQuorumRollsBackPartialGrants: an Acquire that got the first master
+// but waits for the second (held by someone else) gives the first back
+// when its ctx ends, and leaves nothing queued anywhere.
+func TestQuorumRollsBackPartialGrants(t *testing.T) {
+	prefix := uniquePrefix(t)
+	cs := clientsOf(t, masters(t, 3))
+	// The quorum asks the masters in the order of their addresses.
+	byAddr := slices.Clone(cs)
+	slices.SortFunc(byAddr, func(a, b redis.UniversalClient) int {
+		return strings.Compare(a.(*redis.Client).Options().Addr, b.(*redis.Client).Options().Addr)
+	})
+	other := core.NewRedis(byAddr[1], "partial", 1, core.WithKeyPrefix(prefix))
+	defer other.Close()
+	held := tryAcquire(t, other) // the second master is taken
+	m0 := core.NewRedis(byAddr[0], "partial", 1, core.WithKeyPrefix(prefix))
+	defer m0.Close()
+	q := core.NewQuorum(cs, "partial", 1, core.WithKeyPrefix(prefix), core.WithMasterTimeout(time.Minute))
+	defer q.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { _, err := q.Acquire(ctx); errc <- err }()
+	waitQueued(t, other, 1) // granted on the first master, queued on the second
+	wantStats(t, m0, 1, 0)
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Acquire: %v, want context.Canceled", err)
+	}
+	wantStats(t, m0, 0, 0)
+	wantStats(t, other, 1, 0)
+	ok(t, held.Release(context.Background()))
+	wantMastersEmpty(t, cs, []bool{true, true, true}, prefix, "partial")
+}
+
+// TestQuorumSkipsAStalledMaster: with the first or second master (in the
+// order the quorum asks them) paused by SIGSTOP, a request to it gets no
+// answer; Acquire skips it after WithMasterTimeout and is granted by the
+// other two while it is still paused.
+func TestQuorumSkipsAStalledMaster(t *testing.T) {
+	for _, pos := range []int{0, 1} {
+		t.Run(fmt.Sprintf("position-%d", pos), func(t *testing.T) {
+			t.Parallel()
+			prefix := uniquePrefix(t)
+			ms := masters(t, 3)
+			// No read timeout: only WithMasterTimeout can give up on the
+			// stalled master before ctx ends.
+			var cs []redis.UniversalClient
+			for _, m := range ms {
+				c := redis.NewClient(&redis.Options{Addr: m.Addr(), ReadTimeout: -1, MaxRetries: -1})
+				t.Cleanup(func() { _ = c.Close() })
+				cs = append(cs, c)
+			}
+			order := slices.Clone(ms) // the quorum asks the masters in the order of their addresses
+			slices.SortFunc(order, func(a, b *coretest.RedisServer) int { return strings.Compare(a.Addr(), b.Addr()) })
+			stalled := order[pos]
+			q := core.NewQuorum(cs, "stalled", 1, core.WithKeyPrefix(prefix), core.WithMasterTimeout(100*time.Millisecond))
+			stalled.Pause()
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			p, err := q.Acquire(ctx)
+			if err != nil {
+				stalled.Resume()
+				_ = q.Close()
+				t.Fatalf("Acquire with a master stalled: %v", err)
+			}
+			ok(t, p.Release(ctx))
+			stalled.Resume()
+			ok(t, q.Close()) // waits for the request to the stalled master to end
+			wantMastersEmpty(t, cs, []bool{true, true, true}, prefix, "stalled")
+		})
+	}
 }

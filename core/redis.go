@@ -17,8 +17,9 @@ type Redis struct {
 	limit    int64 // configured; the limit stored in Redis wins
 	owned    bool  // Close closes b
 	fallback *Local
-	clock    serverClock // Redis TIME against the local clock
+	clock    serverClock  // Redis TIME against the local clock
 	seen     atomic.Int64 // the limit in force, as the last script said (Quorum)
+	leased   *leased      // WithLeasedShares; nil in the default mode
 }
 
 var _ Semaphore = (*Redis)(nil)
@@ -65,6 +66,9 @@ func NewRedisKeyed(client redis.UniversalClient, name string, defaultLimit int64
 	return newKeyed(defaultLimit, cfg, func(id keyID, label string, limit int64) keyedBackend {
 		s := b.semaphore(keyedName(name, id), limit, false)
 		s.label = label
+		if s.leased != nil {
+			s.leased.loc.loc.name = label // what observers see, as in the default mode
+		}
 		return s
 	}, b.close)
 }
@@ -96,6 +100,9 @@ func (s *Redis) SetLimit(ctx context.Context, limit int64) error {
 	if err := limitError(limit); err != nil {
 		return err
 	}
+	if s.leased != nil {
+		return s.leased.setLimit(ctx, limit)
+	}
 	if _, err := s.run(ctx, scriptSetLimit, limit); err != nil {
 		err = unavailable("set limit", s.name, err)
 		s.b.report(s.label, err)
@@ -107,6 +114,9 @@ func (s *Redis) SetLimit(ctx context.Context, limit int64) error {
 // Stats returns the limit in force (the one stored in Redis), the permits
 // in use and the number of queued waiters, after reaping expired leases.
 func (s *Redis) Stats(ctx context.Context) (Stats, error) {
+	if s.leased != nil {
+		return s.leased.stats(ctx)
+	}
 	r, err := s.run(ctx, scriptStats, s.limit)
 	if err != nil {
 		return Stats{}, unavailable("stats", s.name, err)
@@ -117,10 +127,12 @@ func (s *Redis) Stats(ctx context.Context) (Stats, error) {
 // Close takes this process's queued Acquire calls out of the Redis queue
 // (each leave bounded by the operation timeout, all at once), then stops the
 // pub/sub listener, the renewal loop and the background clean-up and waits
-// for them. Queued Acquire calls return ErrClosed, and so do later ones; none
-// returns a permit after Close. Permits still held are no longer renewed and their Lost channels are
-// closed; Release still returns them at once, otherwise they come back when
-// their lease ends. Close does not close the Redis client.
+// for them. Queued Acquire calls return ErrClosed, and so do later ones; an
+// Acquire whose grant reached this process before Close returns that permit,
+// already lost, and no permit is granted after Close. Permits still held are
+// no longer renewed and their Lost channels are closed; Release still
+// returns them at once, otherwise they come back when their lease ends.
+// Close does not close the Redis client.
 func (s *Redis) Close() error {
 	if !s.owned {
 		return nil

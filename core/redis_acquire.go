@@ -9,6 +9,9 @@ import (
 )
 
 func (s *Redis) acquire(ctx context.Context, try bool, opts []AcquireOption) (*Permit, error) {
+	if s.leased != nil {
+		return s.leased.acquire(ctx, try, opts)
+	}
 	a, err := buildAcquire(s.b.cfg.leaseTTL, opts)
 	if err != nil {
 		return nil, err
@@ -85,6 +88,9 @@ func (s *Redis) wait(ctx context.Context, a acquireConfig) (p *Permit, err error
 			return s.granted(ctx, w.id, a, r.value, r.nowUS, since(start))
 		}
 		s.b.queued(w, r.value)
+		if a.queued != nil {
+			a.queued()
+		}
 		queueUS = r.nowUS
 		if start.IsZero() {
 			start = time.Now()

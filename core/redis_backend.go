@@ -106,6 +106,9 @@ func (b *redisBackend) semaphore(name string, limit int64, owned bool) *Redis {
 	if b.cfg.policy.mode == 2 {
 		s.fallback = newLocal(name, b.cfg.policy.fallback, b.cfg)
 	}
+	if b.cfg.leased {
+		s.leased = newLeased(s)
+	}
 	return s
 }
 

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 )
 
@@ -102,7 +103,7 @@ func (b *redisBackend) heartbeatOnce(s *Redis, held []*Permit, waiting []*redisW
 	args := make([]any, 0, 1+2*len(held)+len(waiting))
 	args = append(args, len(held))
 	for _, p := range held {
-		args = append(args, p.id, p.ttl)
+		args = append(args, p.id, atomic.LoadInt64(&p.ttl)) // SetLeaseTTL may change it
 	}
 	for _, w := range waiting {
 		args = append(args, w.id)

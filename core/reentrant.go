@@ -1,6 +1,9 @@
 package core
 
-import "context"
+import (
+	"context"
+	"sync/atomic"
+)
 
 // Reentrant permits. Redisson counts the re-entries of a lock per thread;
 // Go has no thread identity, so the permit travels in the ctx instead:
@@ -21,8 +24,9 @@ import "context"
 // Lost channel, and its Release does nothing: only the outermost Release
 // (of the permit that Acquire granted for real) returns the permit. A
 // nested request heavier than the held permit fails with an
-// ErrInvalidArgument error; a held permit that was released or lost is
-// ignored and the call acquires normally.
+// ErrInvalidArgument error, and WithLeaseTTL is ignored (the lease is the
+// held permit's); a held permit that was released or lost is ignored and
+// the call acquires normally.
 //
 // Reentry follows the ctx, not the goroutine: goroutines that share a ctx
 // holding a permit all enter under that one permit and are not limited
@@ -118,11 +122,14 @@ func reenter(ctx context.Context, on bool, name string, weight int64, same func(
 		if ctx.Err() != nil {
 			return nil, true, ctxError(ctx, name)
 		}
+		if weight <= 0 {
+			return nil, true, invalid("weight %d must be positive", weight)
+		}
 		if weight > held.weight {
 			return nil, true, invalid("nested acquire of weight %d exceeds the weight %d held in ctx for %q", weight, held.weight, name)
 		}
 		return &Permit{owner: nestedOwner{}, inner: held, weight: weight, token: held.token,
-			id: held.id, ttl: held.ttl, lost: held.lost, grantUS: held.grantUS}, true, nil
+			id: held.id, ttl: atomic.LoadInt64(&held.ttl), lost: held.lost, grantUS: held.grantUS}, true, nil
 	}
 	return nil, false, nil
 }

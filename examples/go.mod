@@ -4,7 +4,7 @@ go 1.25.0
 
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0
-	github.com/distsem/distsem v0.0.0-00010101000000-000000000000
+	github.com/distsem/distsem v0.0.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/labstack/echo/v4 v4.16.0
 	github.com/ngrok/sqlmw v0.0.0-20220520173518-97c9c04efc79
@@ -59,3 +59,19 @@ require (
 
 // The examples always build against the library in this repository.
 replace github.com/distsem/distsem => ../
+
+require (
+	github.com/distsem/distsem/core/admit/promadmit v0.0.0
+	github.com/distsem/distsem/core/promsem v0.0.0
+	github.com/distsem/distsem/echomw v0.0.0
+	github.com/distsem/distsem/grpcmw v0.0.0
+	github.com/distsem/distsem/sqlmw v0.0.0
+)
+
+replace (
+	github.com/distsem/distsem/core/admit/promadmit => ../core/admit/promadmit
+	github.com/distsem/distsem/core/promsem => ../core/promsem
+	github.com/distsem/distsem/echomw => ../echomw
+	github.com/distsem/distsem/grpcmw => ../grpcmw
+	github.com/distsem/distsem/sqlmw => ../sqlmw
+)

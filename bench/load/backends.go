@@ -34,11 +34,6 @@ type backend interface {
 // mutexes: they need -limit 1. local and xsync are per process: -procs 1.
 var backendNames = []string{"distsem", "leased", "seed", "redsync", "redislock", "local", "xsync"}
 
-// errLeasedMissing is the empty slot of distsem's leasing mode (issue 11
-// §2): the harness, plots and run.sh already know the name, so the figures
-// appear once core has the mode and openBackend builds it.
-var errLeasedMissing = errors.New("distsem has no leased mode in this commit (issue 11 §2): slot left empty")
-
 func mutexOnly(b string) bool { return b == "redsync" || b == "redislock" }
 func inProcess(b string) bool { return b == "local" || b == "xsync" }
 
@@ -210,8 +205,6 @@ func openBackend(c config) (backend, func(), error) {
 			s[i] = semaphore.NewWeighted(c.limit)
 		}
 		return xsyncSem{s}, func() {}, nil
-	case "leased":
-		return nil, nil, errLeasedMissing
 	}
 	pool := c.pool
 	if pool <= 0 {
@@ -230,8 +223,13 @@ func openBackend(c config) (backend, func(), error) {
 		return nil, nil, fmt.Errorf("redis %s%s: %w", c.addr, c.cluster, err)
 	}
 	switch c.backend {
-	case "distsem":
+	case "distsem", "leased":
 		opts := []core.Option{core.WithKeyPrefix("bench:"), core.WithDefaultLeaseTTL(c.lease)}
+		if c.backend == "leased" {
+			// Its own prefix: the modes keep separate state and must not
+			// share a semaphore.
+			opts = []core.Option{core.WithKeyPrefix("bench-leased:"), core.WithDefaultLeaseTTL(c.lease), core.WithLeasedShares()}
+		}
 		if len(keys) == 1 {
 			s := core.NewRedis(client, c.name, c.limit, opts...)
 			return coreSem{s}, func() { s.Close(); client.Close() }, nil

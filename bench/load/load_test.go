@@ -96,7 +96,7 @@ func TestCheckRejectsBadConfigs(t *testing.T) {
 		"redislock 4":     func(c *config) { c.backend = "redislock" },
 		"remote cluster":  func(c *config) { c.cluster = "127.0.0.1:7000,10.0.0.2:7001" },
 		"no semaphores":   func(c *config) { c.sems = 0 },
-		"leased, not yet": func(c *config) { c.backend = "leased" },
+		"leased, remote":  func(c *config) { c.backend, c.addr = "leased", "10.0.0.1:6379" },
 	} {
 		c := base
 		mod(&c)

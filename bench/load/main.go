@@ -16,8 +16,8 @@
 // design), the peers redsync (go-redsync/redsync) and redislock
 // (bsm/redislock), which are mutexes and need -limit 1, local
 // (core.NewLocal) and xsync (golang.org/x/sync/semaphore), which are per
-// process and need -procs 1, and leased (distsem's leasing mode: an empty
-// slot until core has it). See backends.go for each peer's settings.
+// process and need -procs 1, and leased (core.NewRedis with
+// core.WithLeasedShares). See backends.go for each peer's settings.
 //
 // With -sems N each acquire picks one of N semaphores at random (distsem
 // uses core.NewRedisKeyed); -cluster a,b,c runs on a Redis Cluster.
@@ -138,8 +138,6 @@ func (c *config) check() error {
 	switch {
 	case !slices.Contains(backendNames, c.backend):
 		return fmt.Errorf("unknown -backend %q", c.backend)
-	case c.backend == "leased":
-		return errLeasedMissing
 	case inProcess(c.backend):
 		if c.procs != 1 {
 			return fmt.Errorf("-backend %s is per process: use -procs 1", c.backend)

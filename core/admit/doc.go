@@ -64,8 +64,9 @@
 // (the request adapters: 0, fail fast and let the client retry) and its
 // MaxWaiting to no bound (a waiting query holds a pool connection, so
 // SetMaxOpenConns bounds them). sqlmw has no RetryAfter: a query has no
-// client to hint. The table test in this package's adapters_test.go runs
-// all four adapters through the same cases.
+// client to hint. The table test in internal/adaptertest (a module of its
+// own, so that the adapters' dependencies stay out of this one's) runs all
+// four adapters through the same cases.
 //
 // # Outcomes
 //

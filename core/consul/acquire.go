@@ -26,6 +26,7 @@ func (s *Semaphore) acquire(ctx context.Context, try bool, opts []core.AcquireOp
 	} // else the last snapshot says queue: do so without reading first
 	switch {
 	case err == nil && p != nil:
+		s.observe(core.Event{Kind: core.EventAcquired, Name: s.name, Weight: a.Weight})
 		return p, nil
 	case err == nil && try:
 		return nil, fmt.Errorf("%w: %q", core.ErrNoPermit, s.name)
@@ -168,6 +169,9 @@ func (s *Semaphore) await(ctx context.Context, sn *snapshot, id string, w int64,
 	key := s.prefix + id
 	var err error
 	for {
+		if err == nil {
+			err = ctx.Err() // also when a query returned without noticing
+		}
 		if err != nil {
 			return nil, err
 		}

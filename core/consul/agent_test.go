@@ -30,6 +30,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if addr := os.Getenv(childEnv); addr != "" {
+		os.Exit(runChild(addr))
+	}
 	a, err := startAgent()
 	if err != nil {
 		agentErr = err

@@ -167,11 +167,12 @@ func (m *sessions) addWaiter(ctx context.Context) (context.Context, func(), erro
 	}, nil
 }
 
-// hold tracks a granted permit; after Close it is marked lost at once.
+// hold tracks a granted permit. After Close, or if its session was lost
+// meanwhile, it is marked lost at once.
 func (m *sessions) hold(h *holder) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed {
+	if m.closed || m.id != h.sid {
 		close(h.lost)
 		return
 	}

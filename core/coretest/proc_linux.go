@@ -52,6 +52,14 @@ func (p *proc) alive() bool {
 	return true
 }
 
+// signal sends sig to the process if it still runs.
+func (p *proc) signal(sig syscall.Signal) error {
+	if !p.alive() {
+		return nil
+	}
+	return syscall.Kill(p.pid, sig)
+}
+
 // signalAndWait sends sig and waits up to d for the process to exit, then
 // kills it. It returns once the process is gone and reaped.
 func (p *proc) signalAndWait(sig syscall.Signal, d time.Duration) {

@@ -24,6 +24,7 @@ func startProc(*exec.Cmd, syscall.Signal, credential) (*proc, error) {
 func (p *proc) alive() bool                                 { return false }
 func (p *proc) signalAndWait(syscall.Signal, time.Duration) {}
 func (p *proc) wait()                                       {}
+func (p *proc) signal(syscall.Signal) error                 { return nil }
 func (p *proc) waitOrKillGroup(time.Duration)               {}
 
 func postgresCredential() (credential, int, int, error) {

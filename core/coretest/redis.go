@@ -64,6 +64,24 @@ func (s *RedisServer) Kill() {
 	s.r.kill()
 }
 
+// Pause stops the server with SIGSTOP: it keeps its connections open and
+// answers nothing, as a stalled or partitioned server would, until Resume.
+func (s *RedisServer) Pause() { s.signal(syscall.SIGSTOP) }
+
+// Resume lets a paused server go on (SIGCONT).
+func (s *RedisServer) Resume() { s.signal(syscall.SIGCONT) }
+
+func (s *RedisServer) signal(sig syscall.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.r.p == nil {
+		return
+	}
+	if err := s.r.p.signal(sig); err != nil {
+		s.tb.Errorf("coretest: signal redis-server: %v", err)
+	}
+}
+
 // Restart kills the server if it runs, then starts it again on the same
 // port with the same arguments and an empty data set (its directory is
 // emptied first), and returns once it answers PING. It fails the test when

@@ -85,7 +85,7 @@ func New(opts ...Option) *Collector {
 		if label(k) == other {
 			panic("promsem: key " + k + " has the WithOtherLabel value as its label")
 		}
-		c.series[k] = get(label(k))
+		c.series[core.KeyLabel(k)] = get(label(k)) // events name a long key by its KeyLabel
 	}
 	c.other = get(other)
 	return c

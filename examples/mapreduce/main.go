@@ -107,12 +107,16 @@ func job(ctx context.Context, o options, stdout, stderr io.Writer) (*summary, er
 			defer m.Close()
 			o.Redis = "redis://" + m.Addr()
 		}
-		if err := setLimit(ctx, o.Redis, o.Name, o.Limit); err != nil {
+		if err := setLimit(ctx, o.Redis, o.Name, o.Limit, o.Leased); err != nil {
 			return nil, err
 		}
 	}
+	mode := o.Mode
+	if o.Leased {
+		mode += " (leased shares)"
+	}
 	fmt.Fprintf(stdout, "mapreduce: %d rows, %d rows per page, %d workers x %d goroutines, limit %d, mode %s, driver %s, slow %v\n",
-		o.Rows, o.Page, o.Workers, o.Concurrency, o.Limit, o.Mode, o.Driver, o.Slow)
+		o.Rows, o.Page, o.Workers, o.Concurrency, o.Limit, mode, o.Driver, o.Slow)
 
 	s := &summary{Mode: o.Mode, Limit: o.Limit, Workers: o.Workers, Concurrency: o.Concurrency, WantRows: wantRows, WantSum: wantSum}
 	col := &collector{}
@@ -142,16 +146,29 @@ func job(ctx context.Context, o options, stdout, stderr io.Writer) (*summary, er
 
 // setLimit makes the semaphore's limit in Redis -limit, whatever an
 // earlier run stored.
-func setLimit(ctx context.Context, url, name string, limit int64) error {
+func setLimit(ctx context.Context, url, name string, limit int64, leased bool) error {
 	opt, err := redis.ParseURL(url)
 	if err != nil {
 		return err
 	}
 	client := redis.NewClient(opt)
 	defer client.Close()
-	sem := core.NewRedis(client, name, limit)
+	// A first PING names the server in the error when it cannot be reached
+	// (the semaphore's own error says only that its operation timed out).
+	if err := client.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("redis %s: %w", opt.Addr, err)
+	}
+	sem := core.NewRedis(client, name, limit, semOptions(leased)...)
 	defer sem.Close()
 	return sem.SetLimit(ctx, limit)
+}
+
+// semOptions are the options of the job's semaphore.
+func semOptions(leased bool) []core.Option {
+	if leased {
+		return []core.Option{core.WithLeasedShares()}
+	}
+	return nil
 }
 
 func runWorkers(ctx context.Context, o options, col *collector, stdout, stderr io.Writer) error {

@@ -87,6 +87,19 @@ func TestEmbedded(t *testing.T) {
 	}
 }
 
+// TestEmbeddedLeased runs the job with the semaphore's leased-shares mode
+// (-leased): the fleet-wide limit holds there too.
+func TestEmbeddedLeased(t *testing.T) {
+	t.Parallel()
+	s := runJob(t, append(small, "-leased")...)
+	if s.MaxInFlight < 1 || s.MaxInFlight > 2 {
+		t.Errorf("max in flight = %d, want 1..2", s.MaxInFlight)
+	}
+	if s.Rows != 6000 || s.Permits != 12 {
+		t.Errorf("rows %d, permits %d; want 6000, 12", s.Rows, s.Permits)
+	}
+}
+
 // TestEmbeddedWithoutLimit shows the check above can fail: without a
 // limit the same job runs more than 2 queries at once.
 func TestEmbeddedWithoutLimit(t *testing.T) {

@@ -1,4 +1,4 @@
-package httpmw_test
+package promadmit_test
 
 import (
 	"fmt"
@@ -19,7 +19,7 @@ import (
 // The README's snippet: the whole ServeMux is wrapped, and the route
 // pattern "GET /work" (not the path) gets its limit of 4. Ten concurrent
 // requests: four run, six are turned away at once.
-func ExampleLimit_serveMux() {
+func Example_httpmwServeMux() {
 	mr, _ := miniredis.Run() // an embedded Redis; any redis.Client works
 	defer mr.Close()
 	client := redis.NewClient(&redis.Options{Addr: mr.Addr()})

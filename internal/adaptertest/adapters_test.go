@@ -1,4 +1,4 @@
-package admit_test
+package adaptertest
 
 import (
 	"context"

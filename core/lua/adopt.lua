@@ -1,0 +1,36 @@
+-- ARGV: limit, channel, id, new_id, ttl_ms, tomb_ms, deadline_us (0: none).
+-- Moves holder id to new_id in the calling process (Redis.Adopt): same
+-- weight, token and grant time, a lease of ttl_ms from now, and a tombstone
+-- "x3" (adopted away) for id, so that the old holder's renewal finds it
+-- gone, its Release answers "not held", and a late copy of its acquire is
+-- refused. The count of permits in use does not change.
+-- Returns {info, code, limit, notes, now_us[, again]}: info is a list of
+-- one "weight:token:grant_us" when code is 1 (adopted), empty otherwise;
+-- code 0: id not held, -3 refused: delivered after deadline_us, -4 refused:
+-- new_id was already given up (a tombstone). Idempotent: a second run for
+-- new_id finds it held and returns it again, with a sixth element 1.
+local id, nid, ttl, tomb = ARGV[3], ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
+local deadline = tonumber(ARGV[7]) or 0
+purge()
+grant() -- the permits of leases that purge() reaped go to the queue
+local mine = redis.call('HGET', HI, nid)
+if mine then
+  return {{mine}, 1, limit, finish(), now_us, 1}
+end
+if redis.call('HGET', QI, nid) then
+  return {{}, -4, limit, finish(), now_us}
+end
+if deadline > 0 and now_us > deadline then
+  return {{}, -3, limit, finish(), now_us}
+end
+local info = redis.call('HGET', HI, id)
+local s = info and redis.call('ZSCORE', H, id)
+if not s or tonumber(s) <= now then
+  return {{}, 0, limit, finish(), now_us}
+end
+redis.call('HDEL', HI, id)
+redis.call('ZREM', H, id)
+redis.call('HSET', HI, nid, info)
+redis.call('ZADD', H, lease(ttl), nid)
+tombstone(id, 3, tomb)
+return {{info}, 1, limit, finish(), now_us}

@@ -1,0 +1,19 @@
+package core
+
+// WithLeasedShares makes a Redis semaphore (NewRedis, NewRedisKeyed) hand
+// out permits from leased shares instead of deciding every grant in Redis.
+// The default is off: every Acquire and Release is a Redis script, grants
+// are strictly FIFO across processes and tokens fence.
+//
+// With it, each process holds a share of the limit, leased in Redis and
+// renewed with its heartbeat; the shares never sum above the limit. Within
+// the process a FIFO in-process semaphore of the share's size grants and
+// hands off permits without a round trip. Processes report their demand
+// (holders + waiters) with each heartbeat, and the shares are rebalanced
+// max-min fairly: a process grows into free capacity and shrinks as its
+// own permits are released (a held permit is never revoked). See the
+// package documentation, "Leased shares", for what changes: FIFO holds only
+// within a process, tokens do not fence across processes, and every
+// process of one semaphore must use the same mode. Ignored by NewLocal,
+// NewQuorum and NewAllOf.
+func WithLeasedShares() Option { return func(c *config) { c.leased = true } }
