@@ -8,6 +8,7 @@ import (
 
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/coretest"
+	"github.com/distsem/distsem/core/internal/faultproxy"
 )
 
 // TestFaultAdoptTwiceIsOnce delivers the adopt script twice (a client
@@ -18,13 +19,13 @@ func TestFaultAdoptTwiceIsOnce(t *testing.T) {
 	prefix := uniquePrefix(t)
 	a := core.NewRedis(realClient(t), "adup", 3, core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(time.Second))
 	defer a.Close()
-	b := core.NewRedis(p.client(t, nil), "adup", 3, core.WithKeyPrefix(prefix))
+	b := core.NewRedis(proxyClient(t, p, nil), "adup", 3, core.WithKeyPrefix(prefix))
 	defer b.Close()
 	ctx := context.Background()
 	pa := acquire(t, a, core.WithWeight(2))
-	p.setDup(true)
+	p.SetDuplicate(true)
 	pb, err := b.Adopt(ctx, pa.ID())
-	p.setDup(false)
+	p.SetDuplicate(false)
 	ok(t, err)
 	if pb.Weight() != 2 || pb.Token() != pa.Token() {
 		t.Fatalf("adopted weight %d token %d, want 2 %d", pb.Weight(), pb.Token(), pa.Token())
@@ -44,7 +45,7 @@ func TestFaultAdoptReplyLost(t *testing.T) {
 	prefix := uniquePrefix(t)
 	a := core.NewRedis(realClient(t), "alost", 2, core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(time.Second))
 	defer a.Close()
-	b := core.NewRedis(p.client(t, nil), "alost", 2, core.WithKeyPrefix(prefix),
+	b := core.NewRedis(proxyClient(t, p, nil), "alost", 2, core.WithKeyPrefix(prefix),
 		core.WithOperationTimeout(300*time.Millisecond))
 	defer b.Close()
 	ctx := context.Background()
@@ -54,7 +55,7 @@ func TestFaultAdoptReplyLost(t *testing.T) {
 	if _, err := b.Adopt(ctx, "not.held"); !errors.Is(err, core.ErrNotHeld) {
 		t.Fatalf("Adopt of an unknown id: %v, want ErrNotHeld", err)
 	}
-	p.hold(down)
+	p.SetHold(faultproxy.All, faultproxy.Downstream, true)
 	var err error
 	within(t, 300*time.Millisecond+2*time.Second, "Adopt with its reply held", func() error {
 		_, err = b.Adopt(ctx, pa.ID())
@@ -63,7 +64,7 @@ func TestFaultAdoptReplyLost(t *testing.T) {
 	if !errors.Is(err, core.ErrUnavailable) {
 		t.Fatalf("Adopt with its reply held: %v, want ErrUnavailable", err)
 	}
-	p.heal()
+	p.SetHold(faultproxy.All, faultproxy.Downstream, false)
 	lostWithin(t, pa, "the permit whose adoption lost its reply")
 	wantStats(t, a, 0, 0)
 	if err := pa.Release(ctx); !errors.Is(err, core.ErrNotHeld) {
