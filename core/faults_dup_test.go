@@ -37,7 +37,7 @@ func rawCount(t *testing.T, c *redis.Client, prefix, name string) (used string, 
 func TestFaultRetriedReleaseAndLeaveKeepCapacity(t *testing.T) {
 	p := newFaultProxy(t, coretest.RedisAddr(t))
 	prefix := uniquePrefix(t)
-	pc := p.client(t, &redis.Options{PoolSize: 1})
+	pc := proxyClient(t, p, &redis.Options{PoolSize: 1})
 	s := core.NewRedis(pc, "dup", 2, core.WithKeyPrefix(prefix))
 	defer s.Close()
 	rc := realClient(t)
@@ -48,9 +48,9 @@ func TestFaultRetriedReleaseAndLeaveKeepCapacity(t *testing.T) {
 	hold := tryAcquire(t, other)
 
 	pm := tryAcquire(t, s)
-	p.setDup(true)
+	p.SetDuplicate(true)
 	ok(t, pm.Release(ctx))
-	p.setDup(false)
+	p.SetDuplicate(false)
 	ok(t, pc.Ping(ctx).Err()) // after the copy (not Stats: it repairs the count)
 	if u, h, _ := rawCount(t, rc, prefix, "dup"); u != "1" || h != 1 {
 		t.Fatalf("after a release run twice: used %s with %d holders, want 1 and 1", u, h)
@@ -61,11 +61,11 @@ func TestFaultRetriedReleaseAndLeaveKeepCapacity(t *testing.T) {
 	errc := make(chan error, 1)
 	go func() { _, err := s.Acquire(cctx); errc <- err }()
 	waitQueued(t, other, 1)
-	p.setDup(true)
+	p.SetDuplicate(true)
 	cancel()
 	<-errc
 	wantStats(t, other, 2, 0) // the leave ran
-	p.setDup(false)
+	p.SetDuplicate(false)
 	ok(t, pc.Ping(ctx).Err()) // after the copy (not Stats: it repairs the count)
 	if u, h, q := rawCount(t, rc, prefix, "dup"); u != "2" || h != 2 || q != 0 {
 		t.Fatalf("after a leave run twice: used %s with %d holders, %d queued; want 2, 2, 0", u, h, q)
