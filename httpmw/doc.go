@@ -20,9 +20,10 @@
 //   - around a handler registered on a ServeMux, as above: the key is
 //     Request.Pattern;
 //   - around the *http.ServeMux itself, httpmw.Limit(sem)(mux): the
-//     middleware resolves the pattern first with mux.Handler(r). A request
-//     no route matches (the mux answers 404, 405 or a redirect) takes no
-//     permit and creates no key.
+//     middleware resolves the pattern first with mux.Handler(r), also when
+//     that mux is mounted on another one (r.Pattern then names the outer
+//     route and is not used). A request no route matches (the mux answers
+//     404, 405 or a redirect) takes no permit and creates no key.
 //
 // A request with no pattern through a middleware that wraps something
 // other than a ServeMux (a chi router, a single handler) gets UnroutedKey:

@@ -64,12 +64,13 @@ type handler struct {
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	key := ""
-	if h.o.key != nil {
+	switch {
+	case h.o.key != nil:
 		key = h.o.key(r)
-	} else if key = r.Pattern; key == "" {
-		if h.mux == nil {
-			key = UnroutedKey
-		} else if mh, pattern := h.mux.Handler(r); pattern != "" && reflect.TypeOf(mh) != redirectType {
+	case h.mux != nil:
+		// The wrapped mux's own pattern, even when r.Pattern is set: then
+		// it names the route of an outer mux this one is mounted on.
+		if mh, pattern := h.mux.Handler(r); pattern != "" && reflect.TypeOf(mh) != redirectType {
 			key = pattern
 		} else {
 			// No route matched: the mux answers 404, 405 or a redirect
@@ -80,6 +81,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.next.ServeHTTP(w, r)
 			return
 		}
+	case r.Pattern != "":
+		key = r.Pattern
+	default:
+		key = UnroutedKey
 	}
 	ctx := r.Context()
 	t, err := h.ctl.Acquire(ctx, key)

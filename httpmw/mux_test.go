@@ -95,3 +95,39 @@ func TestUnroutedKey(t *testing.T) {
 	close(g.open)
 	<-res
 }
+
+// A limited ServeMux mounted under another one is keyed by its own
+// patterns, not by the outer route ("/api/") that the outer mux already
+// wrote into Request.Pattern (issue 10, item 2).
+func TestNestedMuxKeysByInnerPattern(t *testing.T) {
+	sem := core.NewLocalKeyed(100, core.WithLimits(map[string]int64{"GET /item/{id}": 1}))
+	g := newGate()
+	inner := http.NewServeMux()
+	inner.Handle("GET /item/{id}", g)
+	outer := http.NewServeMux()
+	outer.Handle("/api/", http.StripPrefix("/api", httpmw.Limit(sem)(inner)))
+	srv := httptest.NewServer(outer)
+	defer srv.Close()
+
+	res := make(chan result, 1)
+	go func() { res <- get(t, srv.Client(), srv.URL+"/api/item/1") }()
+	<-g.entered
+	if got := coretest.InUse(t, sem, "GET /item/{id}"); got != 1 {
+		t.Errorf("in use under the inner pattern = %d, want 1", got)
+	}
+	second := make(chan result, 1)
+	go func() { second <- get(t, srv.Client(), srv.URL+"/api/item/2") }()
+	select {
+	case r := <-second:
+		if r.code != 429 {
+			t.Errorf("GET /api/item/2 while /api/item/1 holds the inner route's permit: %+v, want 429", r)
+		}
+	case <-g.entered:
+		t.Error("GET /api/item/2 ran while /api/item/1 held the inner route's only permit: keyed by the outer pattern")
+	}
+	close(g.open)
+	<-res
+	if got := coretest.InUse(t, sem, "/api/"); got != 0 {
+		t.Errorf("in use under the outer pattern = %d, want 0", got)
+	}
+}

@@ -33,7 +33,8 @@ func defaultOptions() options {
 // every request, matched or not, then takes a permit of its key. The
 // default (key nil) is the request's ServeMux pattern: r.Pattern when
 // the middleware wraps a handler registered on a ServeMux; the pattern
-// that mux.Handler(r) resolves when it wraps a *http.ServeMux itself, and
+// that mux.Handler(r) resolves when it wraps a *http.ServeMux itself
+// (whatever r.Pattern an outer mux set), and
 // no permit at all when no pattern matches (the mux then answers 404, 405
 // or a redirect); UnroutedKey otherwise.
 func WithKey(f func(r *http.Request) string) Option { return func(o *options) { o.key = f } }

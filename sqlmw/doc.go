@@ -23,9 +23,11 @@
 //     Rows held (an upstream bug, with or without this package), so
 //     rows.Close then blocks forever. The permit is released anyway when
 //     the query's context ends; a query run without a context that ends
-//     (Query, or QueryContext with context.Background) keeps it for the
-//     life of the process. Recover such panics in a request whose context
-//     ends, or use a context with a deadline.
+//     (Query, or QueryContext with context.Background) keeps it until
+//     WithMaxHold (default 1h) passes, after which it is released while
+//     the Rows stay open (HoldForever: for the life of the process).
+//     Recover such panics in a request whose context ends, or use a
+//     context with a deadline.
 //   - An error from the driver, driver.ErrSkip included, releases the permit
 //     at once. database/sql answers ErrSkip (sent e.g. by MySQL for queries
 //     with arguments) by preparing a statement and running it; that second

@@ -150,7 +150,8 @@ func (i *interceptor) StmtQueryContext(ctx context.Context, stmt driver.StmtQuer
 // its read lock on the Rows, so rows.Close blocks forever and never reaches
 // RowsClose (an upstream bug; it happens without this package too).
 // database/sql closes Rows when their ctx ends anyway, so releasing then
-// changes nothing for a healthy query.
+// changes nothing for a healthy query. A ctx that never ends is covered by
+// WithMaxHold, after which the permit is released too.
 func (i *interceptor) query(ctx context.Context, query string, do func() (driver.Rows, error)) (context.Context, driver.Rows, error) {
 	p, err := i.acquire(ctx, query)
 	if err != nil {
@@ -167,18 +168,24 @@ func (i *interceptor) query(ctx context.Context, query string, do func() (driver
 		return ctx, rows, err
 	}
 	held = true
-	h := &heldPermit{p: p}
+	h := &heldPermit{}
+	var once sync.Once
+	h.release = func() { once.Do(func() { i.release(ctx, p) }) }
 	if ctx.Done() != nil {
-		h.stop = context.AfterFunc(ctx, func() { i.release(ctx, p) })
+		h.stops = append(h.stops, context.AfterFunc(ctx, h.release))
+	}
+	if i.cfg.maxHold > 0 {
+		h.stops = append(h.stops, i.cfg.afterFunc(i.cfg.maxHold, h.release))
 	}
 	return context.WithValue(ctx, permitKey{i}, h), rows, nil
 }
 
-// heldPermit is a query's permit and the stop function of the AfterFunc
-// that releases it when the query's ctx ends (nil if ctx never ends).
+// heldPermit releases a query's permit once: when its Rows are closed, when
+// the query's ctx ends, or after WithMaxHold, whichever comes first. stops
+// cancels the last two.
 type heldPermit struct {
-	p    *core.Permit
-	stop func() bool
+	release func()
+	stops   []func() bool
 }
 
 // RowsClose releases the query's permit. ctx may carry no permit (rows of
@@ -186,10 +193,10 @@ type heldPermit struct {
 func (i *interceptor) RowsClose(ctx context.Context, rows driver.Rows) error {
 	if ctx != nil {
 		if h, ok := ctx.Value(permitKey{i}).(*heldPermit); ok {
-			if h.stop != nil {
-				h.stop()
+			for _, stop := range h.stops {
+				stop()
 			}
-			defer i.release(ctx, h.p)
+			defer h.release()
 		}
 	}
 	return rows.Close()

@@ -2,6 +2,7 @@ package sqlmw
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"time"
 
@@ -19,10 +20,15 @@ type config struct {
 	maxWaiting     int
 	txMode         TxMode
 	releaseTimeout time.Duration
+	maxHold        time.Duration
+	// afterFunc runs f after d and returns a func that stops it; tests
+	// replace time.AfterFunc with a clock of their own.
+	afterFunc func(d time.Duration, f func()) (stop func() bool)
 }
 
 func defaultConfig() config {
-	return config{txMode: PerStatement, maxWait: admit.WaitForever, maxWaiting: math.MaxInt}
+	return config{txMode: PerStatement, maxWait: admit.WaitForever, maxWaiting: math.MaxInt,
+		afterFunc: func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }}
 }
 
 // buildConfig applies opts and the defaults of zero values. It panics if
@@ -37,6 +43,12 @@ func buildConfig(opts []Option) config {
 	}
 	if c.releaseTimeout == 0 {
 		c.releaseTimeout = admit.DefaultReleaseTimeout
+	}
+	switch {
+	case c.maxHold == 0:
+		c.maxHold = DefaultMaxHold
+	case c.maxHold < 0 && c.maxHold != HoldForever:
+		panic(fmt.Sprintf("sqlmw: WithMaxHold(%v): want d > 0, 0 (the default) or HoldForever", c.maxHold))
 	}
 	return c
 }
@@ -115,3 +127,28 @@ func WithTxMode(m TxMode) Option { return func(c *config) { c.txMode = m } }
 // error. 0 means admit.DefaultReleaseTimeout (2s), the default, as in
 // every distsem adapter.
 func WithReleaseTimeout(d time.Duration) Option { return func(c *config) { c.releaseTimeout = d } }
+
+const (
+	// DefaultMaxHold is the MaxHold used when WithMaxHold is 0 or not
+	// given.
+	DefaultMaxHold = time.Hour
+	// HoldForever, as a MaxHold, lets a query's Rows keep their permit
+	// until they are closed or the query's context ends, however long that
+	// takes.
+	HoldForever time.Duration = -1
+)
+
+// WithMaxHold bounds how long a query's Rows keep its permit: d after the
+// query returned its Rows, the permit is released even if the Rows are
+// still open. The query itself is not cancelled and goes on running (and
+// streaming rows) without a permit, so a query that outlives d is no
+// longer counted against the limit. The bound is there for Rows that can
+// never be closed (a panic in a Scanner, see the package documentation)
+// in a query whose context never ends: without it their permit would be
+// lost for the life of the process. 0 means DefaultMaxHold (1h), the
+// default: a lost permit shrinks the limit of the whole fleet for good,
+// while a query that streams for over an hour is rare and, past the
+// bound, only runs unthrottled. HoldForever sets no bound. Exec and
+// PerTransaction permits are not affected. Other negative values make the
+// constructor panic.
+func WithMaxHold(d time.Duration) Option { return func(c *config) { c.maxHold = d } }

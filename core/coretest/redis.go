@@ -34,7 +34,9 @@ type RedisServer struct {
 
 // StartRedis starts a redis-server with the default arguments followed by
 // args (later ones win, as on redis-server's command line), and returns
-// once it answers PING. It skips the test when redis-server is not on PATH,
+// once it answers PING on Addr's plain port (PONG, or NOAUTH under
+// --requirepass). Keep that port: a server that also listens with
+// --tls-port is ready once the plain port answers. It skips the test when redis-server is not on PATH,
 // or fails it when CI is set; it fails the test when the server does not
 // start. The server is stopped, and its directory removed, when the test
 // and its subtests complete.
@@ -244,7 +246,8 @@ func sweepStaleDirs() {
 	}
 }
 
-// ping reports whether a Redis server at addr answers PING.
+// ping reports whether a Redis server at addr answers PING: with PONG, or
+// with NOAUTH when it was started with --requirepass.
 func ping(addr string) bool {
 	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
 	if err != nil {
@@ -256,7 +259,7 @@ func ping(addr string) bool {
 		return false
 	}
 	line, err := bufio.NewReader(c).ReadString('\n')
-	return err == nil && strings.HasPrefix(line, "+PONG")
+	return err == nil && (strings.HasPrefix(line, "+PONG") || strings.HasPrefix(line, "-NOAUTH"))
 }
 
 // freePort returns a loopback port that was free a moment ago and, with
