@@ -117,6 +117,13 @@ func TestSQLiteLimit(t *testing.T) {
 
 	sem, open := openSQLite(t, limit)
 	db := open()
+	// One query first, so the new file is in WAL mode before the callers
+	// open their connections: a connection that has to switch the journal
+	// mode needs a lock that the gated queries hold, and would wait out
+	// busy_timeout before ever reaching the semaphore.
+	if _, err := db.ExecContext(t.Context(), `SELECT 1`); err != nil {
+		t.Fatal(err)
+	}
 	var wg sync.WaitGroup
 	errs := make(chan error, callers)
 	for range callers {
