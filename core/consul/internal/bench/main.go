@@ -37,14 +37,15 @@ type run struct {
 }
 
 type result struct {
-	acquired   int64
-	held       time.Duration // summed over grants
-	waits      []time.Duration
-	tokens     int64 // grants with a token > 0
-	errors     int64
-	elapsed    time.Duration
-	perSecond  float64
-	utilisaton float64
+	acquisitions []acq // every grant, for the diagnostics
+	acquired     int64
+	held         time.Duration // summed over grants
+	waits        []time.Duration
+	tokens       int64 // grants with a token > 0
+	errors       int64
+	elapsed      time.Duration
+	perSecond    float64
+	utilisaton   float64
 }
 
 // impl is one semaphore implementation: newWorker makes one contender.
@@ -76,6 +77,8 @@ func main() {
 			res := measure(im, r, *dur)
 			if *verbose {
 				fmt.Fprintf(os.Stderr, "%s %v: requests per acquisition: %s\n", im.name, spec, perAcq(clear0, snapshotCounts(), res.acquired))
+				fmt.Fprintf(os.Stderr, "%s %v: %s\n", im.name, spec, diagnose(res.acquisitions))
+				fmt.Fprintf(os.Stderr, "%s %v: request latency: %s\n", im.name, spec, latencies())
 			}
 			p50, p99 := pct(res.waits, 50), pct(res.waits, 99)
 			ratio := 0.0
@@ -143,12 +146,15 @@ func measure(im impl, r run, d time.Duration) result {
 					}
 					continue
 				}
-				wait := time.Since(t0)
 				t1 := time.Now()
+				wait := t1.Sub(t0)
 				time.Sleep(r.hold)
-				held := time.Since(t1)
+				t2 := time.Now()
+				held := t2.Sub(t1)
 				release()
+				t3 := time.Now()
 				mu.Lock()
+				res.acquisitions = append(res.acquisitions, acq{t0, t1, t2, t3})
 				res.acquired++
 				res.held += held
 				res.waits = append(res.waits, wait)
@@ -263,7 +269,33 @@ func (c counting) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	n, _ := counts.LoadOrStore(kind, new(atomic.Int64))
 	n.(*atomic.Int64).Add(1)
-	return c.rt.RoundTrip(r)
+	t0 := time.Now()
+	resp, err := c.rt.RoundTrip(r)
+	if !strings.Contains(kind, "blocking") {
+		latMu.Lock()
+		lat[kind] = append(lat[kind], time.Since(t0))
+		latMu.Unlock()
+	}
+	return resp, err
+}
+
+var (
+	latMu sync.Mutex
+	lat   = map[string][]time.Duration{} // non-blocking requests' latency by kind, since the last latencies()
+)
+
+// latencies returns p50/p99 of the non-blocking requests' round trips
+// since the last call (headers received; the body is read later).
+func latencies() string {
+	latMu.Lock()
+	defer latMu.Unlock()
+	var parts []string
+	for k, ds := range lat {
+		parts = append(parts, fmt.Sprintf("%s p50 %v p99 %v", k, pct(ds, 50).Round(10*time.Microsecond), pct(ds, 99).Round(10*time.Microsecond)))
+	}
+	clear(lat)
+	slices.Sort(parts)
+	return strings.Join(parts, ", ")
 }
 
 func snapshotCounts() map[string]int64 {
