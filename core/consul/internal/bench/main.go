@@ -60,6 +60,7 @@ func main() {
 	dur := flag.Duration("d", 10*time.Second, "duration of each run")
 	cancels := flag.Int("cancels", 3, "cancellation samples per implementation")
 	verbose := flag.Bool("v", false, "print HTTP requests per acquisition, by kind, to stderr")
+	control := flag.Bool("control", false, "also run core.Local, in-process and FIFO, as a control: the wait spread that this machine's scheduler alone produces")
 	flag.Parse()
 
 	client, err := api.NewClient(&api.Config{Address: *addr, HttpClient: &http.Client{Transport: counting{&http.Transport{MaxIdleConnsPerHost: 256}}}})
@@ -67,6 +68,9 @@ func main() {
 		log.Fatal(err)
 	}
 	impls := []impl{hashicorp(client), distsem(client)}
+	if *control {
+		impls = append(impls, local())
+	}
 	fmt.Printf("# %s, GOMAXPROCS=%s, agent %s\n", time.Now().UTC().Format(time.RFC3339), os.Getenv("GOMAXPROCS"), *addr)
 	fmt.Println("| impl | limit | workers | hold | acq/s | utilization | wait p50 | wait p99 | p99/p50 | tokens | errors |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
@@ -249,6 +253,22 @@ func distsem(c *api.Client) impl {
 	}}
 }
 
+// local is the control: core.Local, shared by the workers of a run.
+func local() impl {
+	var sems sync.Map // prefix -> *core.Local
+	return impl{name: "core.Local (control)", newWorker: func(prefix string, limit int) (func(context.Context) (func(), int64, error), func()) {
+		v, _ := sems.LoadOrStore(prefix, core.NewLocal(int64(limit)))
+		sem := v.(*core.Local)
+		return func(ctx context.Context) (func(), int64, error) {
+			p, err := sem.Acquire(ctx)
+			if err != nil {
+				return nil, 0, err
+			}
+			return func() { _ = p.Release(context.Background()) }, p.Token(), nil
+		}, func() {}
+	}}
+}
+
 // counting counts the HTTP requests to the agent by kind.
 type counting struct{ rt http.RoundTripper }
 
@@ -275,6 +295,10 @@ func (c counting) RoundTrip(r *http.Request) (*http.Response, error) {
 		latMu.Lock()
 		lat[kind] = append(lat[kind], time.Since(t0))
 		latMu.Unlock()
+	}
+	if err == nil && resp.StatusCode == http.StatusConflict { // a transaction whose check failed
+		n, _ := counts.LoadOrStore(kind+" failed", new(atomic.Int64))
+		n.(*atomic.Int64).Add(1)
 	}
 	return resp, err
 }
@@ -310,7 +334,9 @@ func perAcq(before, after map[string]int64, acquired int64) string {
 	for k, v := range after {
 		if d := v - before[k]; d > 0 {
 			parts = append(parts, fmt.Sprintf("%s %.2f", k, float64(d)/float64(max(acquired, 1))))
-			total += d
+			if !strings.HasSuffix(k, " failed") { // counted in its kind already
+				total += d
+			}
 		}
 	}
 	slices.Sort(parts)
