@@ -19,7 +19,10 @@ type acq struct{ call, grant, rel, relDone time.Time }
 //   - ahead: how many grants happened while a waiter waited (its place in
 //     the queue), and per-grant: its wait / (ahead + 1), which is flat if
 //     the waits vary only with the queue's length;
-//   - stall: the longest time in which nobody was granted.
+//   - stall: the longest time in which nobody was granted;
+//   - grants per 100 ms window, p1/p50/p99: if the rate itself swings,
+//     every wait in flight during a slow window lengthens together, which
+//     a FIFO queue of constant length turns into the wait's tail.
 func diagnose(as []acq) string {
 	if len(as) < 2 {
 		return "too few acquisitions"
@@ -44,6 +47,12 @@ func diagnose(as []acq) string {
 			handoff = append(handoff, g.Sub(rels[j-1]))
 		}
 	}
+	var windows []time.Duration
+	for t := grants[0]; t.Add(100 * time.Millisecond).Before(grants[len(grants)-1]); t = t.Add(100 * time.Millisecond) {
+		lo, _ := slices.BinarySearchFunc(grants, t, func(x, y time.Time) int { return x.Compare(y) })
+		hi, _ := slices.BinarySearchFunc(grants, t.Add(100*time.Millisecond), func(x, y time.Time) int { return x.Compare(y) })
+		windows = append(windows, time.Duration(hi-lo))
+	}
 	for _, a := range as {
 		lo, _ := slices.BinarySearchFunc(grants, a.call, func(x, y time.Time) int { return x.Compare(y) })
 		hi, _ := slices.BinarySearchFunc(grants, a.grant, func(x, y time.Time) int { return x.Compare(y) })
@@ -54,6 +63,7 @@ func diagnose(as []acq) string {
 	f := func(ds []time.Duration) string {
 		return fmt.Sprintf("%v/%v", pct(ds, 50).Round(10*time.Microsecond), pct(ds, 99).Round(10*time.Microsecond))
 	}
-	return fmt.Sprintf("p50/p99: hand-off %s, held %s, release %s, ahead %d/%d, wait per grant ahead %s; longest stall %v",
-		f(handoff), f(held), f(release), pct(ahead, 50), pct(ahead, 99), f(per), stall.Round(10*time.Microsecond))
+	return fmt.Sprintf("p50/p99: hand-off %s, held %s, release %s, ahead %d/%d, wait per grant ahead %s; longest stall %v; grants per 100ms p1/p50/p99 %d/%d/%d",
+		f(handoff), f(held), f(release), pct(ahead, 50), pct(ahead, 99), f(per), stall.Round(10*time.Microsecond),
+		pct(windows, 1), pct(windows, 50), pct(windows, 99))
 }
