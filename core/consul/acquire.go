@@ -266,8 +266,13 @@ func (s *Semaphore) leave(ctx context.Context, id string) {
 func (s *Semaphore) release(ctx context.Context, id string) (bool, error) {
 	key := s.prefix + id
 	sn := s.last.Load()
-	if sn != nil && sn.keys[id] == nil {
-		sn = nil // older than id's key: no use
+	if sn != nil && (sn.keys[id] == nil || sn.holds(id) && len(sn.st.Holders) > 1) {
+		// Older than id's key: no use. Or other holders were listed: they
+		// have likely rewritten .lock since (released, or granted the
+		// head), and a check-and-set that fails costs a Raft write, more
+		// than the read (measured: at limit 4, a Release took 7.5 ms at
+		// p50 against 1.5 ms per request, from failed transactions).
+		sn = nil
 	}
 	for {
 		if sn == nil {

@@ -79,7 +79,12 @@
 // act on the last snapshot their Semaphore read, and a queueing Acquire
 // creates its key and reads the queue in one transaction: in the steady
 // state an Acquire that waits costs one write, one read and two blocking
-// queries, and a Release one write. A holder that is paused or partitioned
+// queries, and a Release one write (a read and a write when other holders
+// were listed: they have likely changed .lock since, and a failed
+// check-and-set costs a Raft write). Every grant and release is a
+// check-and-set on the one .lock key, so they are serialised: the
+// semaphore's rate is bounded by the agent's round-trip time, whatever
+// the limit (bench/RESULTS-consul.md). A holder that is paused or partitioned
 // past its session's end is no longer counted: the semaphore may then
 // admit more than the limit while the paused holder still works. Use the
 // semaphore to protect capacity; where a resource must reject stale

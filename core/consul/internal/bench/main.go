@@ -37,14 +37,15 @@ type run struct {
 }
 
 type result struct {
-	acquired   int64
-	held       time.Duration // summed over grants
-	waits      []time.Duration
-	tokens     int64 // grants with a token > 0
-	errors     int64
-	elapsed    time.Duration
-	perSecond  float64
-	utilisaton float64
+	acquisitions []acq // every grant, for the diagnostics
+	acquired     int64
+	held         time.Duration // summed over grants
+	waits        []time.Duration
+	tokens       int64 // grants with a token > 0
+	errors       int64
+	elapsed      time.Duration
+	perSecond    float64
+	utilisaton   float64
 }
 
 // impl is one semaphore implementation: newWorker makes one contender.
@@ -59,6 +60,7 @@ func main() {
 	dur := flag.Duration("d", 10*time.Second, "duration of each run")
 	cancels := flag.Int("cancels", 3, "cancellation samples per implementation")
 	verbose := flag.Bool("v", false, "print HTTP requests per acquisition, by kind, to stderr")
+	control := flag.Bool("control", false, "also run core.Local, in-process and FIFO, as a control: the wait spread that this machine's scheduler alone produces")
 	flag.Parse()
 
 	client, err := api.NewClient(&api.Config{Address: *addr, HttpClient: &http.Client{Transport: counting{&http.Transport{MaxIdleConnsPerHost: 256}}}})
@@ -66,6 +68,9 @@ func main() {
 		log.Fatal(err)
 	}
 	impls := []impl{hashicorp(client), distsem(client)}
+	if *control {
+		impls = append(impls, local())
+	}
 	fmt.Printf("# %s, GOMAXPROCS=%s, agent %s\n", time.Now().UTC().Format(time.RFC3339), os.Getenv("GOMAXPROCS"), *addr)
 	fmt.Println("| impl | limit | workers | hold | acq/s | utilization | wait p50 | wait p99 | p99/p50 | tokens | errors |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
@@ -76,6 +81,8 @@ func main() {
 			res := measure(im, r, *dur)
 			if *verbose {
 				fmt.Fprintf(os.Stderr, "%s %v: requests per acquisition: %s\n", im.name, spec, perAcq(clear0, snapshotCounts(), res.acquired))
+				fmt.Fprintf(os.Stderr, "%s %v: %s\n", im.name, spec, diagnose(res.acquisitions))
+				fmt.Fprintf(os.Stderr, "%s %v: request latency: %s\n", im.name, spec, latencies())
 			}
 			p50, p99 := pct(res.waits, 50), pct(res.waits, 99)
 			ratio := 0.0
@@ -143,12 +150,15 @@ func measure(im impl, r run, d time.Duration) result {
 					}
 					continue
 				}
-				wait := time.Since(t0)
 				t1 := time.Now()
+				wait := t1.Sub(t0)
 				time.Sleep(r.hold)
-				held := time.Since(t1)
+				t2 := time.Now()
+				held := t2.Sub(t1)
 				release()
+				t3 := time.Now()
 				mu.Lock()
+				res.acquisitions = append(res.acquisitions, acq{t0, t1, t2, t3})
 				res.acquired++
 				res.held += held
 				res.waits = append(res.waits, wait)
@@ -243,6 +253,22 @@ func distsem(c *api.Client) impl {
 	}}
 }
 
+// local is the control: core.Local, shared by the workers of a run.
+func local() impl {
+	var sems sync.Map // prefix -> *core.Local
+	return impl{name: "core.Local (control)", newWorker: func(prefix string, limit int) (func(context.Context) (func(), int64, error), func()) {
+		v, _ := sems.LoadOrStore(prefix, core.NewLocal(int64(limit)))
+		sem := v.(*core.Local)
+		return func(ctx context.Context) (func(), int64, error) {
+			p, err := sem.Acquire(ctx)
+			if err != nil {
+				return nil, 0, err
+			}
+			return func() { _ = p.Release(context.Background()) }, p.Token(), nil
+		}, func() {}
+	}}
+}
+
 // counting counts the HTTP requests to the agent by kind.
 type counting struct{ rt http.RoundTripper }
 
@@ -263,7 +289,37 @@ func (c counting) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	n, _ := counts.LoadOrStore(kind, new(atomic.Int64))
 	n.(*atomic.Int64).Add(1)
-	return c.rt.RoundTrip(r)
+	t0 := time.Now()
+	resp, err := c.rt.RoundTrip(r)
+	if !strings.Contains(kind, "blocking") {
+		latMu.Lock()
+		lat[kind] = append(lat[kind], time.Since(t0))
+		latMu.Unlock()
+	}
+	if err == nil && resp.StatusCode == http.StatusConflict { // a transaction whose check failed
+		n, _ := counts.LoadOrStore(kind+" failed", new(atomic.Int64))
+		n.(*atomic.Int64).Add(1)
+	}
+	return resp, err
+}
+
+var (
+	latMu sync.Mutex
+	lat   = map[string][]time.Duration{} // non-blocking requests' latency by kind, since the last latencies()
+)
+
+// latencies returns p50/p99 of the non-blocking requests' round trips
+// since the last call (headers received; the body is read later).
+func latencies() string {
+	latMu.Lock()
+	defer latMu.Unlock()
+	var parts []string
+	for k, ds := range lat {
+		parts = append(parts, fmt.Sprintf("%s p50 %v p99 %v", k, pct(ds, 50).Round(10*time.Microsecond), pct(ds, 99).Round(10*time.Microsecond)))
+	}
+	clear(lat)
+	slices.Sort(parts)
+	return strings.Join(parts, ", ")
 }
 
 func snapshotCounts() map[string]int64 {
@@ -278,7 +334,9 @@ func perAcq(before, after map[string]int64, acquired int64) string {
 	for k, v := range after {
 		if d := v - before[k]; d > 0 {
 			parts = append(parts, fmt.Sprintf("%s %.2f", k, float64(d)/float64(max(acquired, 1))))
-			total += d
+			if !strings.HasSuffix(k, " failed") { // counted in its kind already
+				total += d
+			}
 		}
 	}
 	slices.Sort(parts)
