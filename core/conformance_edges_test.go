@@ -175,11 +175,14 @@ func TestEdgeLimitBound(t *testing.T) {
 func TestEdgeOptionsValidated(t *testing.T) {
 	forEach(t, func(t *testing.T, b backend) {
 		bad := map[string]core.Option{
-			"WithMaxIdleKeys":     core.WithMaxIdleKeys(-1),
-			"WithDefaultLeaseTTL": core.WithDefaultLeaseTTL(-time.Second),
-			"WithLimits":          core.WithLimits(map[string]int64{"a": 0}),
-			"key prefix":          core.WithKeyPrefix("a{b}"),
-			"nil Option":          nil,
+			"WithMaxIdleKeys":      core.WithMaxIdleKeys(-1),
+			"WithDefaultLeaseTTL":  core.WithDefaultLeaseTTL(-time.Second),
+			"WithLimits":           core.WithLimits(map[string]int64{"a": 0}),
+			"key prefix":           core.WithKeyPrefix("a{b}"),
+			"nil Option":           nil,
+			"WithOperationTimeout": core.WithOperationTimeout(-time.Second),
+			"WithCircuitBreaker":   core.WithCircuitBreaker(3, -time.Second),
+			"WithOutageGrace":      core.WithOutageGrace(-time.Second),
 		}
 		for want, o := range bad {
 			if msg := mustPanic(t, want, func() { b.new(t, 1, o) }); !strings.Contains(msg, want) {

@@ -69,6 +69,14 @@ func buildConfig(opts []Option) config {
 	for k, v := range c.limits {
 		checkLimit(fmt.Sprintf("WithLimits: limit of key %q", k), v)
 	}
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+	}{{"WithOperationTimeout", c.fault.opTimeout}, {"WithCircuitBreaker: cool-down", c.fault.cooldown}, {"WithOutageGrace", c.fault.outageGrace}} {
+		if d.d < 0 {
+			panic(fmt.Sprintf("core: %s must not be negative (0 means the default), got %v", d.name, d.d))
+		}
+	}
 	return c
 }
 
