@@ -238,6 +238,7 @@ func (s *Redis) releaseID(ctx context.Context, id string, ttl, budget time.Durat
 	for {
 		r, err := s.run(ctx, scriptRelease, s.limit, id, s.b.tombTTL(ttl))
 		if err == nil {
+			s.b.noteReleased(s, id, ttl)
 			return r.code, nil
 		}
 		if foreground && errors.Is(err, errBreakerOpen) {

@@ -30,6 +30,14 @@ type redisBackend struct {
 
 	mu     sync.Mutex
 	pubsub *redis.PubSub // nil until the first wait subscribes
+	// subAddr is the Cluster node of pubsub; resubbing, lastResub and
+	// lastReload bound how often the subscription moves and the slot map
+	// reloads (redis_follow.go).
+	subAddr    string
+	resubbing  bool
+	lastResub  time.Time
+	lastReload time.Time
+	recent     []released // ids released within their lease, oldest first
 	// waiters are the Acquire calls of this process that a grant note may
 	// name, by waiter id; sems tracks, per semaphore, what the loop renews.
 	waiters map[string]*redisWaiter

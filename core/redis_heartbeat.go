@@ -148,6 +148,14 @@ func (b *redisBackend) heartbeatOnce(s *Redis, held []*Permit, waiting []*redisW
 	if err != nil {
 		b.report(s.label, unavailable("heartbeat", s.name, err))
 	}
+	// A grant older than this script, or a waiter dropped from the queue:
+	// pub/sub did not deliver, so the subscription may be on the wrong node.
+	for _, n := range r.notes {
+		if n.token == -2 || n.token > 0 && n.grantUS < r.nowUS {
+			b.resubscribe(nil)
+			break
+		}
+	}
 	for _, p := range gone {
 		b.cfg.observe(Event{Kind: EventLost, Name: s.label, Weight: p.weight})
 	}
