@@ -45,9 +45,10 @@ type redisBackend struct {
 	looping bool
 	closed  bool
 
-	wake chan struct{}
-	stop chan struct{}
-	wg   sync.WaitGroup
+	wake    chan struct{}
+	stop    chan struct{}
+	beatSem chan struct{} // bounds the heartbeats in flight
+	wg      sync.WaitGroup
 }
 
 type semTrack struct {
@@ -55,6 +56,7 @@ type semTrack struct {
 	waiting  map[string]*redisWaiter // queued in Redis (after the script said so)
 	nextBeat time.Time
 	reapAt   time.Time // earliest lease end seen, while waiting; zero if none
+	beating  bool      // a heartbeat is in flight
 }
 
 type redisWaiter struct {
@@ -94,6 +96,7 @@ func newRedisBackend(client redis.UniversalClient, cfg config) *redisBackend {
 		waiters:     make(map[string]*redisWaiter),
 		sems:        make(map[*Redis]*semTrack),
 		wake:        make(chan struct{}, 1),
+		beatSem:     make(chan struct{}, beatParallel),
 		stop:        make(chan struct{}),
 	}
 }

@@ -8,6 +8,9 @@ import (
 // heartbeatBatch bounds the ids sent in one heartbeat script.
 const heartbeatBatch = 512
 
+// beatParallel bounds the heartbeats in flight at once.
+const beatParallel = 16
+
 // loop is the one background goroutine of a backend. It wakes for the
 // earliest of: a semaphore's next heartbeat (every TTL/3 of its shortest
 // lease), or the earliest lease end of a semaphore this process waits on
@@ -45,7 +48,7 @@ func (b *redisBackend) beat() time.Duration {
 			continue
 		}
 		reap := len(t.waiting) > 0 && !t.reapAt.IsZero() && !now.Before(t.reapAt)
-		if now.Before(t.nextBeat) && !reap {
+		if t.beating || now.Before(t.nextBeat) && !reap {
 			continue
 		}
 		j := beatJob{s: s}
@@ -60,12 +63,28 @@ func (b *redisBackend) beat() time.Duration {
 		}
 		t.nextBeat = now.Add(ttl / 3)
 		t.reapAt = time.Time{}
+		t.beating = true
 		jobs = append(jobs, j)
+		b.wg.Add(1)
 	}
 	b.mu.Unlock()
 
+	// Each semaphore's heartbeat runs on its own (at most beatParallel at
+	// once), so a slow node delays only the semaphores it serves; the loop
+	// goes on scheduling, and a heartbeat that ends wakes it.
 	for _, j := range jobs {
-		b.heartbeat(j)
+		go func() {
+			defer b.wg.Done()
+			b.beatSem <- struct{}{}
+			b.heartbeat(j)
+			<-b.beatSem
+			b.mu.Lock()
+			if t := b.sems[j.s]; t != nil {
+				t.beating = false
+			}
+			b.mu.Unlock()
+			b.poke()
+		}()
 	}
 
 	next := time.Hour
