@@ -27,6 +27,7 @@ type redisBackend struct {
 	ctxHonoured bool          // the client bounds its I/O by each call's ctx
 	brk         breaker       // consecutive failures, outage start
 	subSem      chan struct{} // serialises subscribing (a lock that ctx can abandon)
+	rightsOK    atomic.Bool   // the user's rights were checked (redis_rights.go)
 
 	mu     sync.Mutex
 	pubsub *redis.PubSub // nil until the first wait subscribes

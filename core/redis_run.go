@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -28,6 +29,16 @@ func (s *Redis) runScript(ctx context.Context, sc *redis.Script, gated bool, lim
 	sent := time.Now()
 	if gated && !b.brk.allow(sent) {
 		return reply{}, errBreakerOpen
+	}
+	if !b.rightsOK.Load() {
+		octx, cancel := context.WithTimeout(ctx, b.cfg.fault.opTimeout)
+		err := s.checkRights(octx)
+		cancel()
+		// Any other failure of the check is the main script's to meet.
+		if errors.Is(err, errNoRights) {
+			b.brk.record(outcomeOK, time.Now())
+			return reply{}, err
+		}
 	}
 	argv := make([]any, 0, 2+len(args))
 	argv = append(argv, limit, b.channel)

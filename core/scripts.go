@@ -25,7 +25,10 @@ var (
 	luaSetLimit string
 	//go:embed lua/stats.lua
 	luaStats string
+	//go:embed lua/rights.lua
+	luaRights string
 
+	scriptRights    = redis.NewScript(luaRights)
 	scriptAcquire   = redis.NewScript(luaLib + luaAcquire)
 	scriptRelease   = redis.NewScript(luaLib + luaRelease)
 	scriptHeartbeat = redis.NewScript(luaLib + luaHeartbeat)
