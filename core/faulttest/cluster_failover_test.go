@@ -76,13 +76,13 @@ func TestClusterMasterCrash(t *testing.T) {
 
 	for _, name := range names {
 		isDead := name == dead[0] || name == dead[1]
-		s := l.stats(name, promo, end)
-		out := l.stats(name, kill, promo)
+		s := l.stats(name, limit, promo, end)
+		out := l.stats(name, limit, kill, promo)
 		outRate := float64(l.count(name, kill, promo)) / promo.Sub(kill).Seconds()
 		figure(t, "cluster-crash", "sem", name, "dead_master", isDead, "promotion", promo.Sub(kill),
 			"gap_after_promotion", s.gap, "full_after_promotion", s.full,
 			"baseline_per_s", out.baseline, "rate_during_outage_per_s", outRate,
-			"peak", max(s.peak, out.peak), "limit", limit, "errors", l.errors(name))
+			"peak", max(s.peak, out.peak), "limit", limit, "over", out.over+s.over, "under_max", max(out.under, s.under), "errors", l.errors(name))
 		switch {
 		case isDead && s.gap > 3*time.Second:
 			t.Errorf("%s (dead master): no grant for %v after the promotion, want service within 3s", name, s.gap)

@@ -68,9 +68,45 @@ type stats struct {
 	full     time.Duration // from T to the end of the last 250 ms window below half the baseline
 	peak     int64
 	grants   int
+	over     time.Duration // time with more than the limit held, from T on
+	under    time.Duration // longest span with fewer than the limit held, from T on
 }
 
-func (l *load) stats(name string, at, end time.Time) stats {
+// spans returns, over [from, to], the time with more than limit held and
+// the longest span with fewer than limit held.
+func spans(ivs []interval, limit int64, from, to int64) (over, under time.Duration) {
+	type ev struct{ at, d int64 }
+	evs := make([]ev, 0, 2*len(ivs))
+	for _, iv := range ivs {
+		evs = append(evs, ev{iv.from, iv.weight}, ev{iv.to, -iv.weight})
+	}
+	sort.Slice(evs, func(i, j int) bool { return evs[i].at < evs[j].at })
+	var cur int64
+	prev, belowSince := from, int64(-1)
+	for _, e := range append(evs, ev{to, 0}) {
+		at := min(max(e.at, from), to)
+		if at > prev && cur > limit {
+			over += time.Duration(at - prev)
+		}
+		if e.at >= from && e.at <= to {
+			if cur < limit && belowSince < 0 {
+				belowSince = max(prev, from)
+			}
+			if cur >= limit && belowSince >= 0 {
+				under = max(under, time.Duration(at-belowSince))
+				belowSince = -1
+			}
+		}
+		prev = at
+		cur += e.d
+	}
+	if belowSince >= 0 {
+		under = max(under, time.Duration(to-belowSince))
+	}
+	return over, under
+}
+
+func (l *load) stats(name string, limit int64, at, end time.Time) stats {
 	l.mu.Lock()
 	g := append([]int64(nil), l.grants[name]...)
 	ivs := append([]interval(nil), l.ivs[name]...)
@@ -78,6 +114,7 @@ func (l *load) stats(name string, at, end time.Time) stats {
 	sort.Slice(g, func(i, j int) bool { return g[i] < g[j] })
 	T, E := at.UnixNano(), end.UnixNano()
 	s := stats{peak: peak(ivs), grants: len(g)}
+	s.over, s.under = spans(ivs, limit, at.UnixNano(), end.UnixNano())
 	var before int
 	last := T
 	for _, x := range g {
