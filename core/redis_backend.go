@@ -38,6 +38,7 @@ type redisBackend struct {
 	resubbing  bool
 	lastResub  time.Time
 	lastReload time.Time
+	lastReplay time.Time
 	recent     []released // ids released within their lease, oldest first
 	// waiters are the Acquire calls of this process that a grant note may
 	// name, by waiter id; sems tracks, per semaphore, what the loop renews.

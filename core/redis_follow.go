@@ -38,7 +38,8 @@ const reloadEvery = 250 * time.Millisecond
 // resubscribe makes a fresh subscription in the background and then closes
 // old (nil: whatever subscription is current), unless one was made less
 // than resubEvery ago, one is being made, or old is no longer current.
-// Grants published meanwhile are healed by an immediate heartbeat.
+// Grants published meanwhile are healed by an immediate heartbeat, and the
+// releases of the last lease are run again (at most every replayEvery).
 func (b *redisBackend) resubscribe(old *redis.PubSub) {
 	b.mu.Lock()
 	cur := b.pubsub
@@ -211,6 +212,12 @@ type released struct {
 	tt time.Duration // lease TTL of the id
 }
 
+// replayEvery bounds how often the releases are run again: a signal that
+// the subscription was on the wrong server can be a false alarm (a grant
+// message slower than lateNoteUS), and each replay costs up to maxReleased
+// scripts.
+const replayEvery = time.Second
+
 // maxReleased bounds the memory of recent releases.
 const maxReleased = 4096
 
@@ -231,6 +238,11 @@ func (b *redisBackend) noteReleased(s *Redis, id string, ttl time.Duration) {
 func (b *redisBackend) replayReleases() {
 	now := time.Now()
 	b.mu.Lock()
+	if now.Sub(b.lastReplay) < replayEvery {
+		b.mu.Unlock()
+		return
+	}
+	b.lastReplay = now
 	var todo []released
 	for _, r := range b.recent {
 		if now.Sub(r.at) <= r.tt {

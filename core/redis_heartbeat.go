@@ -8,6 +8,10 @@ import (
 // heartbeatBatch bounds the ids sent in one heartbeat script.
 const heartbeatBatch = 512
 
+// lateNoteUS is the age (µs) of a grant that a heartbeat reports after
+// which its pub/sub message counts as lost.
+const lateNoteUS = 100_000
+
 // beatParallel bounds the heartbeats in flight at once.
 const beatParallel = 16
 
@@ -167,10 +171,11 @@ func (b *redisBackend) heartbeatOnce(s *Redis, held []*Permit, waiting []*redisW
 	if err != nil {
 		b.report(s.label, unavailable("heartbeat", s.name, err))
 	}
-	// A grant older than this script, or a waiter dropped from the queue:
-	// pub/sub did not deliver, so the subscription may be on the wrong node.
+	// A grant older than this script (by more than a message in flight
+	// takes), or a waiter dropped from the queue: pub/sub did not deliver,
+	// so the subscription may be on the wrong node.
 	for _, n := range r.notes {
-		if n.token == -2 || n.token > 0 && n.grantUS < r.nowUS {
+		if n.token == -2 || n.token > 0 && n.grantUS < r.nowUS-lateNoteUS {
 			b.resubscribe(nil)
 			break
 		}

@@ -91,7 +91,7 @@ func clusterFailover(t *testing.T, crash bool) {
 
 	for _, name := range names {
 		isDead := name == dead[0] || name == dead[1]
-		s := l.stats(name, limit, promo, end)
+		s := l.statsFrom(name, limit, kill, promo, end)
 		out := l.stats(name, limit, kill, promo)
 		outRate := float64(l.count(name, kill, promo)) / promo.Sub(kill).Seconds()
 		figure(t, scenario, "sem", name, "dead_master", isDead, "promotion", promo.Sub(kill),

@@ -62,6 +62,8 @@ func (l *load) run(ctx context.Context, sem *core.Redis, name string, n int) {
 }
 
 // stats are the figures of one semaphore's timeline around an event at T.
+// The baseline is the rate of the second before the event (statsFrom: before
+// base).
 type stats struct {
 	baseline float64       // grants/s in the second before T
 	gap      time.Duration // longest time without a grant, from T on
@@ -107,6 +109,11 @@ func spans(ivs []interval, limit int64, from, to int64) (over, under time.Durati
 }
 
 func (l *load) stats(name string, limit int64, at, end time.Time) stats {
+	return l.statsFrom(name, limit, at, at, end)
+}
+
+// statsFrom is stats with the baseline taken in the second before base.
+func (l *load) statsFrom(name string, limit int64, base, at, end time.Time) stats {
 	l.mu.Lock()
 	g := append([]int64(nil), l.grants[name]...)
 	ivs := append([]interval(nil), l.ivs[name]...)
@@ -118,7 +125,7 @@ func (l *load) stats(name string, limit int64, at, end time.Time) stats {
 	var before int
 	last := T
 	for _, x := range g {
-		if x >= T-int64(time.Second) && x < T {
+		if B := base.UnixNano(); x >= B-int64(time.Second) && x < B {
 			before++
 		}
 		if x >= T && x <= E {

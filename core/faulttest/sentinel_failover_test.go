@@ -64,7 +64,7 @@ func sentinelFailover(t *testing.T, crash bool) {
 	l.wait(t)
 
 	s := l.stats(name, limit, at, end)
-	after := l.stats(name, limit, sw, end)
+	after := l.statsFrom(name, limit, at, sw, end)
 	t.Logf("grants per 100 ms from 0.5 s before the failover: %v", l.buckets(name, at.Add(-500*time.Millisecond), end, 100*time.Millisecond))
 	scenario := "sentinel-graceful"
 	if crash {
