@@ -233,16 +233,39 @@ func (b *redisBackend) noteReleased(s *Redis, id string, ttl time.Duration) {
 	b.recent = append(b.recent[i:], released{s: s, id: id, at: now, tt: ttl})
 }
 
-// replayReleases runs again, in the background and 8 at a time, the
-// releases of the last lease.
+// replayReleases runs again, in the background, the releases of the last
+// lease, and once more replayAgain later: a release that reached the old
+// master after the first pass (a connection of the pool still open to it)
+// was lost too.
 func (b *redisBackend) replayReleases() {
-	now := time.Now()
 	b.mu.Lock()
-	if now.Sub(b.lastReplay) < replayEvery {
+	if time.Since(b.lastReplay) < replayEvery {
 		b.mu.Unlock()
 		return
 	}
-	b.lastReplay = now
+	b.lastReplay = time.Now()
+	b.mu.Unlock()
+	b.goBackground(func() {
+		b.replayPass()
+		t := time.NewTimer(replayAgain)
+		defer t.Stop()
+		select {
+		case <-b.stop:
+			return
+		case <-t.C:
+		}
+		b.replayPass()
+	})
+}
+
+// replayAgain is the delay of the second replay pass.
+const replayAgain = 300 * time.Millisecond
+
+// replayPass runs the recorded releases of the last lease again, 8 at a
+// time, and forgets them.
+func (b *redisBackend) replayPass() {
+	now := time.Now()
+	b.mu.Lock()
 	var todo []released
 	for _, r := range b.recent {
 		if now.Sub(r.at) <= r.tt {
@@ -251,27 +274,21 @@ func (b *redisBackend) replayReleases() {
 	}
 	b.recent = nil
 	b.mu.Unlock()
-	if len(todo) == 0 {
-		return
-	}
-	b.goBackground(func() {
-		sem := make(chan struct{}, 8)
-		var wg sync.WaitGroup
-		for _, r := range todo {
-			select {
-			case sem <- struct{}{}:
-			case <-b.stop:
-				wg.Wait()
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer func() { <-sem; wg.Done() }()
-				ctx, cancel := context.WithTimeout(context.Background(), b.cfg.fault.opTimeout)
-				defer cancel()
-				_, _ = r.s.runScript(ctx, scriptRelease, false, r.s.limit, r.id, b.tombTTL(r.tt))
-			}()
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for _, r := range todo {
+		select {
+		case sem <- struct{}{}:
+		case <-b.stop:
+			return
 		}
-		wg.Wait()
-	})
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			ctx, cancel := context.WithTimeout(context.Background(), b.cfg.fault.opTimeout)
+			defer cancel()
+			_, _ = r.s.runScript(ctx, scriptRelease, false, r.s.limit, r.id, b.tombTTL(r.tt))
+		}()
+	}
 }
