@@ -89,7 +89,8 @@ func (s *SentinelSet) Kill(addr string) {
 
 // ClusterSet is a Redis Cluster of masters, each with replicas, started for
 // one test that kills nodes on purpose (node timeout 1 s, so a replica is
-// promoted about 2 s after its master dies). Addrs lists the masters first.
+// promoted about 2 s after its master dies; cluster-require-full-coverage
+// no, so the other masters serve meanwhile). Addrs lists the masters first.
 type ClusterSet struct {
 	Addrs []string
 	procs []*redisProc
@@ -109,6 +110,7 @@ func StartCluster(tb testing.TB, masters, replicas int) *ClusterSet {
 	for range masters * (1 + replicas) {
 		n, err := startRedisProc(true, "--cluster-enabled", "yes",
 			"--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000",
+			"--cluster-require-full-coverage", "no",
 			"--repl-diskless-sync-delay", "0")
 		if err != nil {
 			unavailable(tb, "redis-server", err)

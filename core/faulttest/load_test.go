@@ -15,15 +15,16 @@ import (
 // that acquire (5 s timeout), hold 10–30 ms and release, in a loop, on one
 // semaphore per process, recording every hold on the machine's clock.
 type load struct {
-	mu     sync.Mutex
-	ivs    map[string][]interval // per semaphore name
-	grants map[string][]int64    // UnixNano at each Acquire's return
-	errs   map[string]int
-	wg     sync.WaitGroup
+	mu      sync.Mutex
+	ivs     map[string][]interval // per semaphore name
+	grants  map[string][]int64    // UnixNano at each Acquire's return
+	errs    map[string]int
+	relErrs map[string]int
+	wg      sync.WaitGroup
 }
 
 func newLoad() *load {
-	return &load{ivs: map[string][]interval{}, grants: map[string][]int64{}, errs: map[string]int{}}
+	return &load{ivs: map[string][]interval{}, grants: map[string][]int64{}, errs: map[string]int{}, relErrs: map[string]int{}}
 }
 
 // run starts n goroutines on sem until ctx ends.
@@ -50,9 +51,12 @@ func (l *load) run(ctx context.Context, sem *core.Redis, name string, n int) {
 				time.Sleep(time.Duration(10+rand.IntN(21)) * time.Millisecond)
 				to := time.Now().UnixNano()
 				rctx, rcancel := context.WithTimeout(context.Background(), 2*time.Second)
-				_ = p.Release(rctx)
+				rerr := p.Release(rctx)
 				rcancel()
 				l.mu.Lock()
+				if rerr != nil {
+					l.relErrs[name]++
+				}
 				l.ivs[name] = append(l.ivs[name], interval{from: from, to: to, weight: 1})
 				l.grants[name] = append(l.grants[name], from)
 				l.mu.Unlock()
@@ -167,6 +171,13 @@ func (l *load) errors(name string) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.errs[name]
+}
+
+// releaseErrors returns how many Release calls on name failed.
+func (l *load) releaseErrors(name string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.relErrs[name]
 }
 
 // wait returns once every goroutine stopped.

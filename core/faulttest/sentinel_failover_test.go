@@ -73,7 +73,7 @@ func sentinelFailover(t *testing.T, crash bool) {
 	figure(t, scenario, "switch", sw.Sub(at), "gap", s.gap, "full_rate", s.full,
 		"gap_after_switch", after.gap, "full_after_switch", after.full,
 		"baseline_per_s", s.baseline, "peak", s.peak, "limit", limit, "over", s.over,
-		"under_max", s.under, "errors", l.errors(name))
+		"under_max", s.under, "errors", l.errors(name), "release_errors", l.releaseErrors(name))
 	if crash {
 		// Writes acknowledged by the dead master may be lost: the
 		// documented bound is 2× the limit.
