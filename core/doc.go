@@ -57,7 +57,8 @@
 //     connection; each process has one pub/sub connection. 10,000 waiters on
 //     a pool of 20 connections work.
 //   - Leases. Every permit has a lease (WithDefaultLeaseTTL, default 10s),
-//     renewed every TTL/3 by one loop per process for all its permits. If a
+//     renewed every TTL/3 by one loop per process, each semaphore's renewal
+//     on its own so that a slow node delays only its semaphores. If a
 //     process dies (even by SIGKILL), its permits come back when their lease
 //     ends: the waiting processes wake at the earliest lease end and reap it.
 //     Its queued waiters are skipped by the next grant: the grant is
@@ -157,7 +158,15 @@
 // to twice the limit) until the leases granted before the failover end, at
 // most one lease TTL later, and a holder whose entry vanished sees Lost and
 // gets ErrNotHeld from Release. Waiters whose queue entry vanished queue
-// again when their next heartbeat finds them gone. Use the semaphore to
+// again when their next heartbeat finds them gone. Releases lost the same
+// way would leave phantom holders that under-admit for up to a lease; so
+// each process follows the new primary with its grant subscription (a
+// queued acquire probes its own channel; on Cluster the subscription moves
+// to a live node and a refused connection reloads the slot map) and, when
+// the subscription moves, runs its releases of the last lease again (the
+// release script is idempotent). Slot migration replies (TRYAGAIN, MOVED,
+// ASK, and CLUSTERDOWN for up to 2 s) are retried within the caller's ctx.
+// docs/RELIABILITY.md has the measured windows. Use the semaphore to
 // protect capacity (an efficiency limit), not for mutual exclusion; where a
 // resource must reject stale holders, have it check Permit.Token.
 //

@@ -244,6 +244,7 @@ func (s *Redis) releaseID(ctx context.Context, id string, ttl, budget time.Durat
 	for {
 		r, err := s.run(ctx, scriptRelease, s.limit, id, s.b.tombTTL(ttl))
 		if err == nil {
+			s.b.noteReleased(s, id, ttl)
 			return r.code, nil
 		}
 		if foreground && errors.Is(err, errBreakerOpen) {
@@ -267,10 +268,11 @@ func (s *Redis) releaseID(ctx context.Context, id string, ttl, budget time.Durat
 
 // neverSent reports whether err shows the command never reached Redis (the
 // connection could not even be made, or the breaker refused it), so there
-// is nothing to undo.
+// is nothing to undo. A refusal for missing rights (checked before any
+// script) is one too.
 func neverSent(err error) bool {
 	var op *net.OpError
-	return errors.Is(err, errBreakerOpen) || errors.As(err, &op) && op.Op == "dial"
+	return errors.Is(err, errBreakerOpen) || errors.Is(err, errNoRights) || errors.As(err, &op) && op.Op == "dial"
 }
 
 // failed applies the failure policy to a backend error. Permits of the

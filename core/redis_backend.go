@@ -27,9 +27,19 @@ type redisBackend struct {
 	ctxHonoured bool          // the client bounds its I/O by each call's ctx
 	brk         breaker       // consecutive failures, outage start
 	subSem      chan struct{} // serialises subscribing (a lock that ctx can abandon)
+	rightsOK    atomic.Bool   // the user's rights were checked (redis_rights.go)
 
 	mu     sync.Mutex
 	pubsub *redis.PubSub // nil until the first wait subscribes
+	// subAddr is the Cluster node of pubsub; resubbing, lastResub and
+	// lastReload bound how often the subscription moves and the slot map
+	// reloads (redis_follow.go).
+	subAddr    string
+	resubbing  bool
+	lastResub  time.Time
+	lastReload time.Time
+	lastReplay time.Time
+	recent     []released // ids released within their lease, oldest first
 	// waiters are the Acquire calls of this process that a grant note may
 	// name, by waiter id; sems tracks, per semaphore, what the loop renews.
 	waiters map[string]*redisWaiter
@@ -37,9 +47,10 @@ type redisBackend struct {
 	looping bool
 	closed  bool
 
-	wake chan struct{}
-	stop chan struct{}
-	wg   sync.WaitGroup
+	wake    chan struct{}
+	stop    chan struct{}
+	beatSem chan struct{} // bounds the heartbeats in flight
+	wg      sync.WaitGroup
 }
 
 type semTrack struct {
@@ -47,6 +58,7 @@ type semTrack struct {
 	waiting  map[string]*redisWaiter // queued in Redis (after the script said so)
 	nextBeat time.Time
 	reapAt   time.Time // earliest lease end seen, while waiting; zero if none
+	beating  bool      // a heartbeat is in flight
 }
 
 type redisWaiter struct {
@@ -86,6 +98,7 @@ func newRedisBackend(client redis.UniversalClient, cfg config) *redisBackend {
 		waiters:     make(map[string]*redisWaiter),
 		sems:        make(map[*Redis]*semTrack),
 		wake:        make(chan struct{}, 1),
+		beatSem:     make(chan struct{}, beatParallel),
 		stop:        make(chan struct{}),
 	}
 }

@@ -9,6 +9,13 @@ import (
 // heartbeatBatch bounds the ids sent in one heartbeat script.
 const heartbeatBatch = 512
 
+// lateNoteUS is the age (µs) of a grant that a heartbeat reports after
+// which its pub/sub message counts as lost.
+const lateNoteUS = 100_000
+
+// beatParallel bounds the heartbeats in flight at once.
+const beatParallel = 16
+
 // loop is the one background goroutine of a backend. It wakes for the
 // earliest of: a semaphore's next heartbeat (every TTL/3 of its shortest
 // lease), or the earliest lease end of a semaphore this process waits on
@@ -46,7 +53,7 @@ func (b *redisBackend) beat() time.Duration {
 			continue
 		}
 		reap := len(t.waiting) > 0 && !t.reapAt.IsZero() && !now.Before(t.reapAt)
-		if now.Before(t.nextBeat) && !reap {
+		if t.beating || now.Before(t.nextBeat) && !reap {
 			continue
 		}
 		j := beatJob{s: s}
@@ -61,12 +68,28 @@ func (b *redisBackend) beat() time.Duration {
 		}
 		t.nextBeat = now.Add(ttl / 3)
 		t.reapAt = time.Time{}
+		t.beating = true
 		jobs = append(jobs, j)
+		b.wg.Add(1)
 	}
 	b.mu.Unlock()
 
+	// Each semaphore's heartbeat runs on its own (at most beatParallel at
+	// once), so a slow node delays only the semaphores it serves; the loop
+	// goes on scheduling, and a heartbeat that ends wakes it.
 	for _, j := range jobs {
-		b.heartbeat(j)
+		go func() {
+			defer b.wg.Done()
+			b.beatSem <- struct{}{}
+			b.heartbeat(j)
+			<-b.beatSem
+			b.mu.Lock()
+			if t := b.sems[j.s]; t != nil {
+				t.beating = false
+			}
+			b.mu.Unlock()
+			b.poke()
+		}()
 	}
 
 	next := time.Hour
@@ -148,6 +171,15 @@ func (b *redisBackend) heartbeatOnce(s *Redis, held []*Permit, waiting []*redisW
 
 	if err != nil {
 		b.report(s.label, unavailable("heartbeat", s.name, err))
+	}
+	// A grant older than this script (by more than a message in flight
+	// takes), or a waiter dropped from the queue: pub/sub did not deliver,
+	// so the subscription may be on the wrong node.
+	for _, n := range r.notes {
+		if n.token == -2 || n.token > 0 && n.grantUS < r.nowUS-lateNoteUS {
+			b.resubscribe(nil)
+			break
+		}
 	}
 	for _, p := range gone {
 		b.cfg.observe(Event{Kind: EventLost, Name: s.label, Weight: p.weight})

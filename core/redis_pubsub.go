@@ -45,11 +45,9 @@ func (b *redisBackend) listen(ctx context.Context) error {
 func (b *redisBackend) subscribe(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.cfg.fault.opTimeout)
 	defer cancel()
-	ps := b.client.Subscribe(ctx, b.channel)
-	_, err := ps.ReceiveTimeout(ctx, b.cfg.fault.opTimeout)
+	ps, addr, err := b.newPubSub(ctx, "")
 	if err != nil {
 		b.brk.record(outcomeFailed, time.Now())
-		_ = ps.Close()
 		return err
 	}
 	b.brk.record(outcomeOK, time.Now())
@@ -59,7 +57,8 @@ func (b *redisBackend) subscribe(ctx context.Context) error {
 		_ = ps.Close()
 		return ErrClosed
 	}
-	b.pubsub = ps
+	b.pubsub, b.subAddr = ps, addr
+	b.lastResub = time.Now()
 	b.wg.Add(1)
 	go b.receive(ps)
 	return nil
@@ -97,10 +96,12 @@ func (b *redisBackend) subscribed() (bool, error) {
 	return b.pubsub != nil, nil
 }
 
-// receive delivers the grants published on this process's channel. It
-// reads the subscription directly (no forwarding goroutine: one fewer wake-up
-// per hand-off). After a connection error go-redis resubscribes on the next
-// read; grants published meanwhile are healed by an immediate heartbeat.
+// receive delivers the grants published on ps. It reads the subscription
+// directly (no forwarding goroutine: one fewer wake-up per hand-off), and
+// returns once ps is replaced or the backend closes. After a connection
+// error the backend makes a fresh subscription (on Cluster, on another
+// node), and go-redis resubscribes ps on its next read meanwhile; grants
+// published meanwhile are healed by an immediate heartbeat.
 func (b *redisBackend) receive(ps *redis.PubSub) {
 	defer b.wg.Done()
 	ctx := context.Background()
@@ -108,12 +109,12 @@ func (b *redisBackend) receive(ps *redis.PubSub) {
 	for {
 		msg, err := ps.ReceiveMessage(ctx)
 		if err != nil {
-			select {
-			case <-b.stop:
-				return
-			default:
+			if !b.current(ps) {
+				return // replaced, or closed
 			}
 			b.report("", unavailable("receive grants", b.channel, err))
+			b.reloadSlots()
+			b.resubscribe(ps)
 			select {
 			case <-b.stop:
 				return
@@ -124,6 +125,9 @@ func (b *redisBackend) receive(ps *redis.PubSub) {
 			continue
 		}
 		backoff = 10 * time.Millisecond
+		if msg.Payload == "" {
+			continue // an acquire's probe that this subscription hears
+		}
 		notes, err := parseNotes(msg.Payload)
 		if err != nil {
 			b.report("", err)

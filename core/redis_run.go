@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -29,17 +30,26 @@ func (s *Redis) runScript(ctx context.Context, sc *redis.Script, gated bool, lim
 	if gated && !b.brk.allow(sent) {
 		return reply{}, errBreakerOpen
 	}
+	if !b.rightsOK.Load() {
+		octx, cancel := context.WithTimeout(ctx, b.cfg.fault.opTimeout)
+		err := s.checkRights(octx)
+		cancel()
+		// Any other failure of the check is the main script's to meet.
+		if errors.Is(err, errNoRights) {
+			b.brk.record(outcomeOK, time.Now())
+			return reply{}, err
+		}
+	}
 	argv := make([]any, 0, 2+len(args))
 	argv = append(argv, limit, b.channel)
 	argv = append(argv, args...)
-	octx, cancel := context.WithTimeout(ctx, b.cfg.fault.opTimeout)
-	v, err := b.call(ctx, octx, sc, s.keys, argv)
-	cancel()
+	v, err := b.callRetry(ctx, sc, s.keys, argv)
 	recv := time.Now()
 	o := classify(ctx, err, recv.Sub(sent), b.cfg.fault.opTimeout)
 	b.brk.record(o, recv)
 	if o == outcomeFailed {
-		b.poke() // the loop times the outage grace
+		b.poke()        // the loop times the outage grace
+		b.reloadSlots() // a dead Cluster master: find its successor
 	}
 	if err != nil {
 		if gated && !neverSent(err) {
@@ -56,7 +66,49 @@ func (s *Redis) runScript(ctx context.Context, sc *redis.Script, gated bool, lim
 	if r.again {
 		b.resyncSem(s)
 	}
+	if r.deaf {
+		b.resubscribe(nil)
+	}
 	return r, err
+}
+
+// Bounds of callRetry: a slot in migration is retried for at most
+// migrateBudget, a cluster that is down for at most downBudget, each within
+// the caller's ctx.
+const (
+	migrateBudget = 10 * time.Second
+	downBudget    = 2 * time.Second
+)
+
+// callRetry runs the script, each round trip bounded by the operation
+// timeout, and retries the Cluster replies that a retry resolves (TRYAGAIN,
+// MOVED and ASK during a slot migration, CLUSTERDOWN briefly) with a
+// backoff from 10 ms to 200 ms: every script is idempotent per id, so a
+// retry is safe, and callers do not see migration errors.
+func (b *redisBackend) callRetry(ctx context.Context, sc *redis.Script, keys []string, argv []any) ([]any, error) {
+	start := time.Now()
+	backoff := 10 * time.Millisecond
+	for {
+		octx, cancel := context.WithTimeout(ctx, b.cfg.fault.opTimeout)
+		v, err := b.call(ctx, octx, sc, keys, argv)
+		cancel()
+		retry, down := migrating(err)
+		budget := migrateBudget
+		if down {
+			budget = downBudget
+		}
+		if !retry || time.Since(start)+backoff > budget {
+			return v, err
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return v, err
+		case <-t.C:
+		}
+		backoff = min(2*backoff, 200*time.Millisecond)
+	}
 }
 
 // call runs the script within ctx, which is parent bounded by the

@@ -25,7 +25,10 @@ var (
 	luaSetLimit string
 	//go:embed lua/stats.lua
 	luaStats string
+	//go:embed lua/rights.lua
+	luaRights string
 
+	scriptRights    = redis.NewScript(luaRights)
 	scriptAcquire   = redis.NewScript(luaLib + luaAcquire)
 	scriptRelease   = redis.NewScript(luaLib + luaRelease)
 	scriptHeartbeat = redis.NewScript(luaLib + luaHeartbeat)
@@ -33,13 +36,14 @@ var (
 	scriptStats     = redis.NewScript(luaLib + luaStats)
 )
 
-// reply is the common shape {code, value, limit, notes, now_us[, again]}
+// reply is the common shape {code, value, limit, notes, now_us[, again[, deaf]]}
 // of every script's answer. heartbeat.lua puts the list of lost holder ids
 // first. again = 1: the script had already run for this id, so an earlier
 // reply (and the grants it carried) was lost.
 type reply struct {
 	code, value, limit, nowUS int64
 	again                     bool
+	deaf                      bool // nobody heard this process's channel there
 	lost                      []string
 	notes                     []grantNote
 }
@@ -54,7 +58,7 @@ type grantNote struct {
 
 func parseReply(v []any) (reply, error) {
 	var r reply
-	if len(v) != 5 && len(v) != 6 {
+	if len(v) < 5 || len(v) > 7 {
 		return r, fmt.Errorf("core: unexpected script reply of %d elements", len(v))
 	}
 	switch x := v[0].(type) {
@@ -69,9 +73,13 @@ func parseReply(v []any) (reply, error) {
 	r.value, _ = v[1].(int64)
 	r.limit, _ = v[2].(int64)
 	r.nowUS, _ = v[4].(int64)
-	if len(v) == 6 {
+	if len(v) >= 6 {
 		a, _ := v[5].(int64)
 		r.again = a == 1
+	}
+	if len(v) == 7 {
+		d, _ := v[6].(int64)
+		r.deaf = d == 1
 	}
 	notes, _ := v[3].([]any)
 	for _, n := range notes {

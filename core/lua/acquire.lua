@@ -7,11 +7,13 @@
 -- Idempotent: a second run for an id that holds returns its token, one for
 -- a queued id reports it queued; neither changes anything, and both add a
 -- sixth element 1 (an earlier reply was lost, with any grants it carried).
+-- The seventh is 1 if the caller queued but nobody here listens on its
+-- channel (check = 1 only).
 local id, w, ttl, try = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6] == '1'
 local deadline = tonumber(ARGV[7]) or 0
 purge()
 local free = grant() -- nobody queued
-local code, value, again = 0, 0, 0
+local code, value, again, deaf = 0, 0, 0, 0
 local held = redis.call('HGET', HI, id)
 local qi = not held and redis.call('HGET', QI, id)
 if held then
@@ -27,6 +29,10 @@ else
   if free and used + w <= limit then
     code, value = 1, hold(id, w, ttl)
   elseif not try then
+    -- Probe first (before any write): with no subscriber of the caller's
+    -- channel here, its subscription is on another server (a demoted
+    -- master) and the caller must subscribe again.
+    if ARGV[8] == '1' and redis.call('PUBLISH', mychan, '') == 0 then deaf = 1 end
     if free then new_keys(Q, QI, QE) end -- an empty zset does not exist
     local seq = redis.call('HINCRBY', M, 'qseq', 1)
     redis.call('ZADD', Q, seq, id)
@@ -35,4 +41,4 @@ else
     code, value = 2, next_expiry()
   end
 end
-return {code, value, limit, finish(), now_us, again}
+return {code, value, limit, finish(), now_us, again, deaf}

@@ -1,0 +1,177 @@
+package coretest
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// SentinelSet is a master, its replica and three sentinels (quorum 2,
+// down-after 1 s) started for one test that fails the master over on
+// purpose. Addrs are the sentinels' addresses, Master the monitored name.
+type SentinelSet struct {
+	Addrs  []string
+	Master string
+	procs  []*redisProc
+}
+
+// StartSentinel starts a private Sentinel set, ready to fail over, and
+// stops it when the test ends. It skips (or, with CI set, fails) the test
+// when redis-server or redis-sentinel is not installed.
+func StartSentinel(tb testing.TB) *SentinelSet {
+	tb.Helper()
+	s := &SentinelSet{Master: sentinelMaster}
+	tb.Cleanup(func() {
+		for _, p := range s.procs {
+			p.stop()
+		}
+	})
+	master, err := startRedisProc(false, "--repl-diskless-sync-delay", "0")
+	if err != nil {
+		unavailable(tb, "redis-server", err)
+	}
+	s.procs = append(s.procs, master)
+	replica, err := startRedisProc(false, "--replicaof", "127.0.0.1", strconv.Itoa(master.port))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s.procs = append(s.procs, replica)
+	conf := fmt.Sprintf("sentinel monitor %[1]s 127.0.0.1 %[2]d 2\n"+
+		"sentinel down-after-milliseconds %[1]s 1000\n"+
+		"sentinel failover-timeout %[1]s 5000\n", sentinelMaster, master.port)
+	var sentinels []*redisProc
+	for range 3 {
+		p, err := startRedisBin("redis-sentinel", conf, false)
+		if err != nil {
+			unavailable(tb, "redis-sentinel", err)
+		}
+		s.procs = append(s.procs, p)
+		sentinels = append(sentinels, p)
+		s.Addrs = append(s.Addrs, p.addr())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := awaitSentinels(ctx, replica, sentinels); err != nil {
+		tb.Fatalf("coretest: starting Redis Sentinel: %v", err)
+	}
+	return s
+}
+
+// MasterAddr returns the master's address as the first sentinel that
+// answers reports it.
+func (s *SentinelSet) MasterAddr(ctx context.Context) (string, error) {
+	var err error
+	for _, a := range s.Addrs {
+		sc := redis.NewSentinelClient(&redis.Options{Addr: a, MaxRetries: -1})
+		var m []string
+		m, err = sc.GetMasterAddrByName(ctx, s.Master).Result()
+		sc.Close()
+		if err == nil {
+			return strings.Join(m, ":"), nil
+		}
+	}
+	return "", err
+}
+
+// Kill kills the server at addr (the master or the replica) with SIGKILL.
+func (s *SentinelSet) Kill(addr string) {
+	for _, p := range s.procs {
+		if p.addr() == addr {
+			p.kill()
+		}
+	}
+}
+
+// ClusterSet is a Redis Cluster of masters, each with replicas, started for
+// one test that kills nodes on purpose (node timeout 1 s, so a replica is
+// promoted about 2 s after its master dies; cluster-require-full-coverage
+// no, so the other masters serve meanwhile). Addrs lists the masters first.
+type ClusterSet struct {
+	Addrs []string
+	procs []*redisProc
+}
+
+// StartCluster starts a private cluster of masters × (1 + replicas) nodes
+// and returns once every node reports it ok and every replica is in sync;
+// it is stopped when the test ends.
+func StartCluster(tb testing.TB, masters, replicas int) *ClusterSet {
+	tb.Helper()
+	c := &ClusterSet{}
+	tb.Cleanup(func() {
+		for _, p := range c.procs {
+			p.stop()
+		}
+	})
+	for range masters * (1 + replicas) {
+		n, err := startRedisProc(true, "--cluster-enabled", "yes",
+			"--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000",
+			"--cluster-require-full-coverage", "no",
+			"--repl-diskless-sync-delay", "0")
+		if err != nil {
+			unavailable(tb, "redis-server", err)
+		}
+		c.procs = append(c.procs, n)
+		c.Addrs = append(c.Addrs, n.addr())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	all := c.procs
+	if err := formCluster(ctx, all[:masters]); err != nil {
+		tb.Fatalf("coretest: forming a Redis Cluster: %v", err)
+	}
+	for i, n := range all[masters:] {
+		m := all[i%masters]
+		nc := redis.NewClient(&redis.Options{Addr: n.addr(), MaxRetries: -1})
+		mc := redis.NewClient(&redis.Options{Addr: m.addr(), MaxRetries: -1})
+		err := nc.Do(ctx, "CLUSTER", "MEET", "127.0.0.1", m.port).Err()
+		var id string
+		if err == nil {
+			id, err = mc.Do(ctx, "CLUSTER", "MYID").Text()
+		}
+		if err == nil {
+			// REPLICATE fails until the node has learnt of the master.
+			err = poll(ctx, func() bool { return nc.Do(ctx, "CLUSTER", "REPLICATE", id).Err() == nil })
+		}
+		mc.Close()
+		if err == nil {
+			err = poll(ctx, func() bool {
+				info, err := nc.Info(ctx, "replication").Result()
+				return err == nil && strings.Contains(info, "master_link_status:up")
+			})
+		}
+		nc.Close()
+		if err != nil {
+			tb.Fatalf("coretest: replica %s of %s: %v", n.addr(), m.addr(), err)
+		}
+	}
+	want := "cluster_known_nodes:" + strconv.Itoa(len(all))
+	err := poll(ctx, func() bool {
+		for _, n := range all {
+			nc := redis.NewClient(&redis.Options{Addr: n.addr(), MaxRetries: -1})
+			info, err := nc.ClusterInfo(ctx).Result()
+			nc.Close()
+			if err != nil || !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, want) {
+				return false
+			}
+		}
+		return true
+	})
+	if err != nil {
+		tb.Fatalf("coretest: cluster not ok: %v", err)
+	}
+	return c
+}
+
+// Kill kills the node at addr with SIGKILL.
+func (c *ClusterSet) Kill(addr string) {
+	for _, p := range c.procs {
+		if p.addr() == addr {
+			p.kill()
+		}
+	}
+}

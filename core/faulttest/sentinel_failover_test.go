@@ -1,0 +1,120 @@
+package faulttest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/coretest"
+)
+
+// TestSentinelFailoverFollowsMaster (issue 9, item 1): a graceful Sentinel
+// failover (and, for the figures, a crash of the master) while 3 processes × 8 goroutines use a semaphore of limit 4.
+// Before the fix every subscription stayed on the demoted master, so for
+// about 10 s each hand-off waited for a heartbeat (3–5 % of the rate), and
+// the releases lost with the old master left phantom holders that stopped
+// every grant for about 2 s. Now the subscription follows the master and
+// the process replays its recent releases on the new one. Bounds are loose
+// for a loaded machine (targets: gap ≤ 1 s, full rate ≤ 2 s); the figures
+// go to the log. The recorded timeline never holds more than the limit.
+func TestSentinelFailoverFollowsMaster(t *testing.T) {
+	t.Run("graceful", func(t *testing.T) { sentinelFailover(t, false) })
+	t.Run("crash", func(t *testing.T) { sentinelFailover(t, true) })
+}
+
+// sentinelFailover runs the workload, then fails the master over: with
+// SENTINEL FAILOVER, or by killing it (crash), and checks the timeline.
+func sentinelFailover(t *testing.T, crash bool) {
+	set := coretest.StartSentinel(t)
+	const limit, procs, per = 4, 3, 8
+	name := "sentinel-failover"
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	l := newLoad()
+	for range procs {
+		c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: set.Master, SentinelAddrs: set.Addrs})
+		sem := core.NewRedis(c, name, limit, core.WithKeyPrefix("sf:"), core.WithDefaultLeaseTTL(3*time.Second))
+		t.Cleanup(func() { sem.Close(); c.Close() })
+		l.run(ctx, sem, name, per)
+	}
+	warmUp(t, l, name)
+	old, err := set.MasterAddr(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := redis.NewSentinelClient(&redis.Options{Addr: set.Addrs[0]})
+	defer sc.Close()
+	at := time.Now()
+	if crash {
+		set.Kill(old)
+	} else if err := sc.Failover(ctx, set.Master).Err(); err != nil {
+		t.Fatalf("SENTINEL FAILOVER: %v", err)
+	}
+	waitFor(t, "the sentinels to name the new master", 30*time.Second, func() bool {
+		a, err := set.MasterAddr(ctx)
+		return err == nil && a != old
+	})
+	sw := time.Now()
+	time.Sleep(4 * time.Second) // the window measured after the switch
+	end := time.Now()
+	stop()
+	l.wait(t)
+
+	s := l.stats(name, limit, at, end)
+	after := l.statsFrom(name, limit, at, sw, end)
+	t.Logf("grants per 100 ms from 0.5 s before the failover: %v", l.buckets(name, at.Add(-500*time.Millisecond), end, 100*time.Millisecond))
+	scenario := "sentinel-graceful"
+	if crash {
+		scenario = "sentinel-crash"
+	}
+	figure(t, scenario, "switch", sw.Sub(at), "gap", s.gap, "full_rate", s.full,
+		"gap_after_switch", after.gap, "full_after_switch", after.full,
+		"baseline_per_s", s.baseline, "peak", s.peak, "limit", limit, "over", s.over,
+		"under_max", s.under, "errors", l.errors(name), "release_errors", l.releaseErrors(name))
+	if crash {
+		// Writes acknowledged by the dead master may be lost: the
+		// documented bound is 2× the limit.
+		if s.peak > 2*limit {
+			t.Errorf("over-admission: %d permits held at once, more than 2× the limit %d", s.peak, limit)
+		}
+		if after.gap > 3*time.Second {
+			t.Errorf("no grant for %v after the switch, want at most 3s", after.gap)
+		}
+		return
+	}
+	if s.peak > limit {
+		t.Errorf("over-admission: %d permits held at once, limit %d", s.peak, limit)
+	}
+	// Targets: gap ≤ 1 s, full rate ≤ 2 s after the switch. Before the fix,
+	// phantom holders (releases lost with the old master) stopped every
+	// grant for 2 s, then the deaf subscriptions slowed the rate.
+	if s.gap > 1500*time.Millisecond {
+		t.Errorf("no grant for %v after the failover, want at most 1.5s", s.gap)
+	}
+	if after.full > 3*time.Second {
+		t.Errorf("rate below half the baseline (%.0f/s) until %v after the switch, want within 3s", s.baseline, after.full)
+	}
+}
+
+// warmUp waits for the first grant, then 2 s for a steady rate.
+func warmUp(t testing.TB, l *load, name string) {
+	t.Helper()
+	waitFor(t, "grant", 20*time.Second, func() bool { return l.count(name, time.Time{}, time.Now()) > 0 })
+	time.Sleep(2 * time.Second)
+}
+
+// waitFor polls ok every 20 ms up to bound, and fails the test if it never
+// holds.
+func waitFor(t testing.TB, what string, bound time.Duration, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(bound)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s after %v", what, bound)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

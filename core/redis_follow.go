@@ -1,0 +1,294 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The subscription follows the server that runs the scripts (issue 9).
+//
+// go-redis makes a subscription once and, after a connection error, makes it
+// again on the same node; a Sentinel failover does not close it. So a
+// subscription can sit on a demoted master, which never sees the new
+// master's PUBLISH, or on a dead Cluster node. The backend makes a fresh one
+// (and drops the old) when:
+//   - a queued acquire finds that its own channel has no subscriber on the
+//     server that ran it (the script's probe; standalone and Sentinel);
+//   - a heartbeat delivers a grant that pub/sub did not, or finds one of
+//     this process's waiters dropped from the queue;
+//   - the subscription's connection fails.
+//
+// A fresh subscription dials the current master (a Sentinel failover client
+// asks the sentinels); on Cluster, where PUBLISH reaches every node, it is
+// made on the first master that answers, the failed one last.
+
+// resubEvery bounds how often the subscription is remade.
+const resubEvery = 250 * time.Millisecond
+
+// reloadEvery bounds how often a connection error reloads the Cluster slot
+// map.
+const reloadEvery = 250 * time.Millisecond
+
+// resubscribe makes a fresh subscription in the background and then closes
+// old (nil: whatever subscription is current), unless one was made less
+// than resubEvery ago, one is being made, or old is no longer current.
+// Grants published meanwhile are healed by an immediate heartbeat, and the
+// releases of the last lease are run again (at most every replayEvery).
+func (b *redisBackend) resubscribe(old *redis.PubSub) {
+	b.mu.Lock()
+	cur := b.pubsub
+	if b.closed || cur == nil || old != nil && old != cur || b.resubbing || time.Since(b.lastResub) < resubEvery {
+		b.mu.Unlock()
+		return
+	}
+	b.resubbing = true
+	b.lastResub = time.Now()
+	avoid := b.subAddr
+	b.wg.Add(1)
+	b.mu.Unlock()
+	go func() {
+		defer b.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), b.cfg.fault.opTimeout)
+		defer cancel()
+		go func() {
+			select {
+			case <-b.stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		ps, addr, err := b.newPubSub(ctx, avoid)
+		b.mu.Lock()
+		b.resubbing = false
+		if err != nil || b.closed || b.pubsub != cur {
+			b.mu.Unlock()
+			if ps != nil {
+				_ = ps.Close()
+			}
+			if err != nil && !b.isClosed() {
+				b.report("", unavailable("resubscribe", b.channel, err))
+			}
+			return
+		}
+		b.pubsub, b.subAddr = ps, addr
+		b.wg.Add(1)
+		go b.receive(ps)
+		b.mu.Unlock()
+		_ = cur.Close()
+		b.resync()
+		b.replayReleases()
+	}()
+}
+
+// current reports whether ps is the subscription in use.
+func (b *redisBackend) current(ps *redis.PubSub) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.pubsub == ps && !b.closed
+}
+
+// newPubSub subscribes to this process's channel and waits for Redis to
+// confirm it. On Cluster it tries the masters one after another, avoid
+// (the node whose subscription failed) last, and returns the address of
+// the node used.
+func (b *redisBackend) newPubSub(ctx context.Context, avoid string) (*redis.PubSub, string, error) {
+	cc, ok := b.client.(*redis.ClusterClient)
+	if !ok {
+		ps := b.client.Subscribe(ctx, b.channel)
+		if _, err := ps.ReceiveTimeout(ctx, b.cfg.fault.opTimeout); err != nil {
+			_ = ps.Close()
+			return nil, "", err
+		}
+		return ps, "", nil
+	}
+	nodes := clusterMasters(ctx, cc)
+	if len(nodes) == 0 {
+		return nil, "", errors.New("no cluster master known")
+	}
+	for i, n := range nodes {
+		if n.Options().Addr == avoid && i < len(nodes)-1 {
+			nodes[i], nodes[len(nodes)-1] = nodes[len(nodes)-1], nodes[i]
+			break
+		}
+	}
+	var firstErr error
+	for _, n := range nodes {
+		per := max(b.cfg.fault.opTimeout/time.Duration(len(nodes)), 50*time.Millisecond)
+		nctx, cancel := context.WithTimeout(ctx, per)
+		ps := n.Subscribe(nctx, b.channel)
+		_, err := ps.ReceiveTimeout(nctx, per)
+		cancel()
+		if err == nil {
+			return ps, n.Options().Addr, nil
+		}
+		_ = ps.Close()
+		if firstErr == nil {
+			firstErr = err
+		}
+		b.reloadSlots()
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, "", firstErr
+}
+
+// clusterMasters returns the distinct masters that serve the keys "{0}" …
+// "{63}" (spread over the slots: every master of a small cluster, and many
+// of a large one), as the client's slot map knows them.
+func clusterMasters(ctx context.Context, cc *redis.ClusterClient) []*redis.Client {
+	seen := make(map[string]bool)
+	var out []*redis.Client
+	for i := range 64 {
+		n, err := cc.MasterForKey(ctx, "{"+strconv.Itoa(i)+"}")
+		if err != nil {
+			continue
+		}
+		if a := n.Options().Addr; !seen[a] {
+			seen[a] = true
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// reloadSlots asks a Cluster client to reload its slot map, at most once
+// per reloadEvery: go-redis reloads it only on MOVED or READONLY replies, or
+// every minute, and a refused connection to a dead master gives neither.
+func (b *redisBackend) reloadSlots() {
+	cc, ok := b.client.(*redis.ClusterClient)
+	if !ok {
+		return
+	}
+	b.mu.Lock()
+	due := time.Since(b.lastReload) >= reloadEvery
+	if due {
+		b.lastReload = time.Now()
+	}
+	b.mu.Unlock()
+	if due {
+		cc.ReloadState(context.Background())
+	}
+}
+
+// migrating reports whether err is a Cluster reply that a retry resolves:
+// a slot being moved (TRYAGAIN, MOVED, ASK, after go-redis's own
+// redirects) or a cluster that is briefly down (CLUSTERDOWN).
+func migrating(err error) (bool, bool) {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false, false
+	}
+	msg := err.Error()
+	for _, p := range []string{"TRYAGAIN", "MOVED ", "ASK "} {
+		if strings.HasPrefix(msg, p) {
+			return true, false
+		}
+	}
+	down := strings.HasPrefix(msg, "CLUSTERDOWN")
+	return down, down
+}
+
+// After a failover the new master may miss the last releases made on the
+// old one (asynchronous replication): their holders and waiters stay in its
+// keys as phantoms that block grants for up to a lease. So the backend
+// remembers the ids it released or took out of the queue within the last
+// lease, and when its subscription moves (a new master, or a new node),
+// runs their release again: the script is idempotent per id, so on a
+// server that saw the release it only answers, and on one that did not it
+// frees the phantom.
+
+// released is one id this process released, and when.
+type released struct {
+	s  *Redis
+	id string
+	at time.Time
+	tt time.Duration // lease TTL of the id
+}
+
+// replayEvery bounds how often the releases are run again: a signal that
+// the subscription was on the wrong server can be a false alarm (a grant
+// message slower than lateNoteUS), and each replay costs up to maxReleased
+// scripts.
+const replayEvery = time.Second
+
+// maxReleased bounds the memory of recent releases.
+const maxReleased = 4096
+
+// noteReleased remembers that id was released.
+func (b *redisBackend) noteReleased(s *Redis, id string, ttl time.Duration) {
+	now := time.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	i := 0
+	for i < len(b.recent) && (now.Sub(b.recent[i].at) > b.recent[i].tt || len(b.recent)-i >= maxReleased) {
+		i++
+	}
+	b.recent = append(b.recent[i:], released{s: s, id: id, at: now, tt: ttl})
+}
+
+// replayReleases runs again, in the background, the releases of the last
+// lease, and once more replayAgain later: a release that reached the old
+// master after the first pass (a connection of the pool still open to it)
+// was lost too.
+func (b *redisBackend) replayReleases() {
+	b.mu.Lock()
+	if time.Since(b.lastReplay) < replayEvery {
+		b.mu.Unlock()
+		return
+	}
+	b.lastReplay = time.Now()
+	b.mu.Unlock()
+	b.goBackground(func() {
+		b.replayPass()
+		t := time.NewTimer(replayAgain)
+		defer t.Stop()
+		select {
+		case <-b.stop:
+			return
+		case <-t.C:
+		}
+		b.replayPass()
+	})
+}
+
+// replayAgain is the delay of the second replay pass.
+const replayAgain = 300 * time.Millisecond
+
+// replayPass runs the recorded releases of the last lease again, 8 at a
+// time, and forgets them.
+func (b *redisBackend) replayPass() {
+	now := time.Now()
+	b.mu.Lock()
+	var todo []released
+	for _, r := range b.recent {
+		if now.Sub(r.at) <= r.tt {
+			todo = append(todo, r)
+		}
+	}
+	b.recent = nil
+	b.mu.Unlock()
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for _, r := range todo {
+		select {
+		case sem <- struct{}{}:
+		case <-b.stop:
+			return
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			ctx, cancel := context.WithTimeout(context.Background(), b.cfg.fault.opTimeout)
+			defer cancel()
+			_, _ = r.s.runScript(ctx, scriptRelease, false, r.s.limit, r.id, b.tombTTL(r.tt))
+		}()
+	}
+}

@@ -1,0 +1,34 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// errNoRights is the cause of a call refused because the Redis user lacks
+// a right of the minimum ACL (see the README).
+var errNoRights = errors.New("the Redis user lacks rights of the minimum ACL")
+
+// checkRights runs, before the backend's first script, the check that the
+// Redis user may run every command the scripts use (lua/rights.lua), so
+// that a missing right fails that first call before any write. Until one
+// check succeeds, every call checks again (a right may be granted
+// meanwhile). A failed check round trip returns its error; a user without
+// EVAL or EVALSHA gets Redis's own NOPERM error.
+func (s *Redis) checkRights(ctx context.Context) error {
+	b := s.b
+	if b.rightsOK.Load() {
+		return nil
+	}
+	v, err := scriptRights.Run(ctx, b.client, s.keys, b.channel).StringSlice()
+	if err != nil {
+		return err
+	}
+	if len(v) > 0 {
+		return fmt.Errorf("%w: it may not run %s", errNoRights, strings.Join(v, ", "))
+	}
+	b.rightsOK.Store(true)
+	return nil
+}
