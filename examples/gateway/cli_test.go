@@ -3,13 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"net"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/distsem/distsem/examples/internal/clitest"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -21,27 +20,7 @@ const mainEnv = "DISTSEM_GATEWAY_MAIN"
 
 func runCommand(t *testing.T, args string) (code int, stdout, stderr string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), mainEnv+"="+args)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	var exit *exec.ExitError
-	if err != nil && !errors.As(err, &exit) {
-		t.Fatal(err)
-	}
-	return cmd.ProcessState.ExitCode(), out.String(), errb.String()
-}
-
-// closedAddr returns a loopback address where nothing listens.
-func closedAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
+	return clitest.Run(t, mainEnv, args)
 }
 
 // The command line follows Go's conventions: -h exits 0, a bad flag or
@@ -76,7 +55,7 @@ func TestCommandLine(t *testing.T) {
 		}
 	}
 
-	addr := closedAddr(t)
+	addr := clitest.ClosedAddr(t)
 	code, stdout, stderr := runCommand(t, "-mode grpc-load -n 3 -c 2 -addr "+addr)
 	if code != 1 || !strings.HasPrefix(stderr, "gateway: all 3 calls failed; the first: ") || strings.Count(stderr, "\n") != 1 ||
 		!strings.Contains(stdout, "Unavailable        3") {
@@ -90,7 +69,7 @@ func TestGRPCLoad(t *testing.T) {
 	m := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	defer rdb.Close()
-	cfg := config{mode: "grpc", addr: closedAddr(t), name: "gw", limit: 1, reportLimit: 1, defLimit: 8, maxWaiting: 8,
+	cfg := config{mode: "grpc", addr: clitest.ClosedAddr(t), name: "gw", limit: 1, reportLimit: 1, defLimit: 8, maxWaiting: 8,
 		n: 4, c: 1, ms: 1} // one call at a time: none waits for the limit of 1
 	g := newGateway(cfg, rdb)
 	defer g.sem.Close()

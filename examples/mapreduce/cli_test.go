@@ -1,44 +1,19 @@
 package main
 
 import (
-	"bytes"
-	"errors"
-	"net"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/distsem/distsem/examples/internal/clitest"
 )
 
 // mainEnv makes the test binary run main with these (space-separated)
 // arguments, so that a test sees the real exit code and output.
 const mainEnv = "DISTSEM_MAPREDUCE_MAIN"
 
-// runCommand runs the command as a user would, and returns its exit code,
-// stdout and stderr.
 func runCommand(t *testing.T, args string) (code int, stdout, stderr string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), mainEnv+"="+args)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	var exit *exec.ExitError
-	if err != nil && !errors.As(err, &exit) {
-		t.Fatal(err)
-	}
-	return cmd.ProcessState.ExitCode(), out.String(), errb.String()
-}
-
-// closedAddr returns a loopback address where nothing listens.
-func closedAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
+	return clitest.Run(t, mainEnv, args)
 }
 
 // The command line follows Go's conventions: -h exits 0, a usage error is
@@ -74,7 +49,7 @@ func TestCommandLine(t *testing.T) {
 	}
 
 	// Redis unreachable: one line, exit 1.
-	addr := closedAddr(t)
+	addr := clitest.ClosedAddr(t)
 	code, _, stderr := runCommand(t, "-rows 10 -page 10 -workers 1 -progress 0 -redis redis://"+addr)
 	if code != 1 || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "mapreduce: ") || !strings.Contains(stderr, addr) {
 		t.Errorf("with Redis unreachable: exit %d, stderr %q; want exit 1 and one line naming %s", code, stderr, addr)
