@@ -50,7 +50,11 @@ func TestFaultOrphanGrantReleased(t *testing.T) {
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled Acquire: %v, want context.Canceled", err)
 	}
-	<-gaveUp // the background leave gave up after ttl/3
+	select { // the background leave gives up after ttl/3
+	case <-gaveUp:
+	case <-time.After(ttl + 10*time.Second):
+		t.Fatal("the background leave never reported giving up")
+	}
 	// The release scripts it sent are lost with their connections; the
 	// subscription (tagged) survives, as after a short partition.
 	p.ResetOpen(faultproxy.Untagged)
