@@ -35,7 +35,9 @@
 //     ContextTimeoutEnabled. Clean-up that must still reach Redis (a
 //     cancelled waiter leaving the queue) runs in the background, bounded;
 //     if it never arrives, the queue entry expires within 2/3 of its lease
-//     TTL. Each round trip is also bounded by WithOperationTimeout (1s).
+//     TTL, and a permit granted to it meanwhile is released as soon as the
+//     grant reaches this process, not at its lease's end. Each round trip
+//     is also bounded by WithOperationTimeout (1s).
 //   - Failing fast. A round trip that fails or times out applies the
 //     failure policy (WithFailurePolicy) at once; after 3 consecutive
 //     failures a circuit breaker (WithCircuitBreaker) applies it without a

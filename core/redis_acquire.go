@@ -223,7 +223,8 @@ func (s *Redis) granted(ctx context.Context, id string, a acquireConfig, token, 
 // acquire. It never blocks the caller: it runs in the background, retried
 // for at most a third of ttl (each try bounded by the operation timeout),
 // and stops retrying at Close. If it never arrives, the queue entry expires
-// by itself within 2/3 of ttl, and a permit granted meanwhile within ttl.
+// by itself within 2/3 of ttl; a permit granted meanwhile is released when
+// its grant note reaches this process (redis_orphan.go), else within ttl.
 func (s *Redis) leave(ctx context.Context, id string, ttl time.Duration) {
 	ctx = context.WithoutCancel(ctx)
 	if !s.b.goBackground(func() { s.releaseID(ctx, id, ttl, ttl/3, false) }) {
@@ -252,6 +253,7 @@ func (s *Redis) releaseID(ctx context.Context, id string, ttl, budget time.Durat
 		}
 		if ctx.Err() != nil {
 			if !foreground {
+				s.b.orphaned(s, id, ttl)
 				s.b.report(s.label, unavailable("leave queue", s.name, err))
 			}
 			return 0, err

@@ -44,6 +44,7 @@ type redisBackend struct {
 	// name, by waiter id; sems tracks, per semaphore, what the loop renews.
 	waiters map[string]*redisWaiter
 	sems    map[*Redis]*semTrack
+	orphans map[string]orphan // abandoned waiter ids whose leave gave up (redis_orphan.go)
 	looping bool
 	closed  bool
 
@@ -125,23 +126,39 @@ func (b *redisBackend) semaphore(name string, limit int64, owned bool) *Redis {
 	return s
 }
 
-// deliver hands each note to the waiter it names, if it still waits.
+// deliver hands each note to the waiter it names, if it still waits. A
+// grant to an orphan (a waiter whose clean-up gave up) is released in the
+// background. Notes come from pub/sub and from every script's reply, the
+// heartbeat's catch-up included.
 func (b *redisBackend) deliver(notes []grantNote) {
 	if len(notes) == 0 {
 		return
 	}
+	type adopted struct {
+		id string
+		o  orphan
+	}
+	var free []adopted
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	for _, n := range notes {
 		w := b.waiters[n.id]
 		if w == nil {
-			continue // already served, or gave up (its cleanup frees the grant)
+			// Already served, or gave up: its clean-up frees the grant,
+			// unless that clean-up gave up too (an orphan).
+			if o, ok := b.adoptOrphan(n); ok && !b.closed {
+				free = append(free, adopted{n.id, o})
+			}
+			continue
 		}
 		delete(b.waiters, n.id)
 		if t := b.sems[w.s]; t != nil {
 			delete(t.waiting, n.id)
 		}
 		w.ch <- n
+	}
+	b.mu.Unlock()
+	for _, a := range free {
+		b.releaseOrphan(a.id, a.o)
 	}
 }
 
