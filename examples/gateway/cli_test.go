@@ -28,32 +28,21 @@ func runCommand(t *testing.T, args string) (code int, stdout, stderr string) {
 // no call succeeds.
 func TestCommandLine(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		args, stderr string
-		code         int
-	}{
-		{"-h", "", 0},
-		{"-limit 0", "gateway: -limit 0: must be at least 1 (see gateway -h)\n", 2},
-		{"-report-limit -3", "gateway: -report-limit -3: must be at least 1 (see gateway -h)\n", 2},
-		{"-default-limit 0", "gateway: -default-limit 0: must be at least 1 (see gateway -h)\n", 2},
-		{"-max-wait -1s", "gateway: -max-wait -1s: must not be negative (see gateway -h)\n", 2},
-		{"-max-waiting -1", "gateway: -max-waiting -1: must not be negative (see gateway -h)\n", 2},
-		{"-mode grpc-load -n 0", "gateway: -n 0: must be at least 1 (see gateway -h)\n", 2},
-		{"-ms -5", "gateway: -ms -5: must not be negative (see gateway -h)\n", 2},
-		{"-limit 1.5", `gateway: invalid value "1.5" for flag -limit: parse error (see gateway -h)` + "\n", 2},
-		{"-mode soap", `gateway: -mode "soap": want http, echo, grpc or grpc-load (see gateway -h)` + "\n", 2},
-		{"-bogus", "gateway: flag provided but not defined: -bogus (see gateway -h)\n", 2},
-		{"serve", `gateway: unexpected argument "serve" (see gateway -h)` + "\n", 2},
-		{"-redis localhost:6379", `gateway: -redis "localhost:6379": redis: invalid URL scheme: localhost (see gateway -h)` + "\n", 2},
-	} {
-		code, stdout, stderr := runCommand(t, tc.args)
-		if code != tc.code || stderr != tc.stderr {
-			t.Errorf("gateway %s: exit %d, stderr %q; want exit %d, stderr %q", tc.args, code, stderr, tc.code, tc.stderr)
-		}
-		if tc.args == "-h" && !strings.HasPrefix(stdout, "Usage: gateway [flags]\n") {
-			t.Errorf("gateway -h printed %q, want the usage", stdout)
-		}
-	}
+	clitest.Check(t, mainEnv, "gateway", []clitest.Case{
+		{Args: "-h", Stderr: "", Code: 0},
+		{Args: "-limit 0", Stderr: "gateway: -limit 0: must be at least 1 (see gateway -h)\n", Code: 2},
+		{Args: "-report-limit -3", Stderr: "gateway: -report-limit -3: must be at least 1 (see gateway -h)\n", Code: 2},
+		{Args: "-default-limit 0", Stderr: "gateway: -default-limit 0: must be at least 1 (see gateway -h)\n", Code: 2},
+		{Args: "-max-wait -1s", Stderr: "gateway: -max-wait -1s: must not be negative (see gateway -h)\n", Code: 2},
+		{Args: "-max-waiting -1", Stderr: "gateway: -max-waiting -1: must not be negative (see gateway -h)\n", Code: 2},
+		{Args: "-mode grpc-load -n 0", Stderr: "gateway: -n 0: must be at least 1 (see gateway -h)\n", Code: 2},
+		{Args: "-ms -5", Stderr: "gateway: -ms -5: must not be negative (see gateway -h)\n", Code: 2},
+		{Args: "-limit 1.5", Stderr: `gateway: invalid value "1.5" for flag -limit: parse error (see gateway -h)` + "\n", Code: 2},
+		{Args: "-mode soap", Stderr: `gateway: -mode "soap": want http, echo, grpc or grpc-load (see gateway -h)` + "\n", Code: 2},
+		{Args: "-bogus", Stderr: "gateway: flag provided but not defined: -bogus (see gateway -h)\n", Code: 2},
+		{Args: "serve", Stderr: `gateway: unexpected argument "serve" (see gateway -h)` + "\n", Code: 2},
+		{Args: "-redis localhost:6379", Stderr: `gateway: -redis "localhost:6379": redis: invalid URL scheme: localhost (see gateway -h)` + "\n", Code: 2},
+	})
 
 	addr := clitest.ClosedAddr(t)
 	code, stdout, stderr := runCommand(t, "-mode grpc-load -n 3 -c 2 -addr "+addr)

@@ -21,32 +21,21 @@ func runCommand(t *testing.T, args string) (code int, stdout, stderr string) {
 // of go-redis before it.
 func TestCommandLine(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		args, stderr string
-		code         int
-	}{
-		{"-h", "", 0},
-		{"-limit 0", "mapreduce: -limit 0: must be at least 1 (see mapreduce -h)\n", 2},
-		{"-workers -1", "mapreduce: -workers -1: must be at least 1 (see mapreduce -h)\n", 2},
-		{"-slow -1s", "mapreduce: -slow -1s: must not be negative (see mapreduce -h)\n", 2},
-		{"-progress -1s", "mapreduce: -progress -1s: must not be negative (see mapreduce -h)\n", 2},
-		{"-limit four", `mapreduce: invalid value "four" for flag -limit: parse error (see mapreduce -h)` + "\n", 2},
-		{"-bogus", "mapreduce: flag provided but not defined: -bogus (see mapreduce -h)\n", 2},
-		{"run", `mapreduce: unexpected argument "run" (see mapreduce -h)` + "\n", 2},
-		{"-mode fast", `mapreduce: -mode "fast": want semaphore, setmaxopen or none (see mapreduce -h)` + "\n", 2},
-		{"-driver mysql", `mapreduce: -driver "mysql": want sqlite or pgx (see mapreduce -h)` + "\n", 2},
-		{"-driver pgx", "mapreduce: -driver pgx needs -dsn (see mapreduce -h)\n", 2},
-		{"-chart out.gif", `mapreduce: -chart "out.gif": the file name must end in .svg or .png (see mapreduce -h)` + "\n", 2},
-		{"-redis http://x", `mapreduce: -redis "http://x": redis: invalid URL scheme: http (see mapreduce -h)` + "\n", 2},
-	} {
-		code, stdout, stderr := runCommand(t, tc.args)
-		if code != tc.code || stderr != tc.stderr {
-			t.Errorf("mapreduce %s: exit %d, stderr %q; want exit %d, stderr %q", tc.args, code, stderr, tc.code, tc.stderr)
-		}
-		if tc.args == "-h" && !strings.HasPrefix(stdout, "Usage: mapreduce [flags]\n") {
-			t.Errorf("mapreduce -h printed %q, want the usage", stdout)
-		}
-	}
+	clitest.Check(t, mainEnv, "mapreduce", []clitest.Case{
+		{Args: "-h", Stderr: "", Code: 0},
+		{Args: "-limit 0", Stderr: "mapreduce: -limit 0: must be at least 1 (see mapreduce -h)\n", Code: 2},
+		{Args: "-workers -1", Stderr: "mapreduce: -workers -1: must be at least 1 (see mapreduce -h)\n", Code: 2},
+		{Args: "-slow -1s", Stderr: "mapreduce: -slow -1s: must not be negative (see mapreduce -h)\n", Code: 2},
+		{Args: "-progress -1s", Stderr: "mapreduce: -progress -1s: must not be negative (see mapreduce -h)\n", Code: 2},
+		{Args: "-limit four", Stderr: `mapreduce: invalid value "four" for flag -limit: parse error (see mapreduce -h)` + "\n", Code: 2},
+		{Args: "-bogus", Stderr: "mapreduce: flag provided but not defined: -bogus (see mapreduce -h)\n", Code: 2},
+		{Args: "run", Stderr: `mapreduce: unexpected argument "run" (see mapreduce -h)` + "\n", Code: 2},
+		{Args: "-mode fast", Stderr: `mapreduce: -mode "fast": want semaphore, setmaxopen or none (see mapreduce -h)` + "\n", Code: 2},
+		{Args: "-driver mysql", Stderr: `mapreduce: -driver "mysql": want sqlite or pgx (see mapreduce -h)` + "\n", Code: 2},
+		{Args: "-driver pgx", Stderr: "mapreduce: -driver pgx needs -dsn (see mapreduce -h)\n", Code: 2},
+		{Args: "-chart out.gif", Stderr: `mapreduce: -chart "out.gif": the file name must end in .svg or .png (see mapreduce -h)` + "\n", Code: 2},
+		{Args: "-redis http://x", Stderr: `mapreduce: -redis "http://x": redis: invalid URL scheme: http (see mapreduce -h)` + "\n", Code: 2},
+	})
 
 	// Redis unreachable: one line, exit 1.
 	addr := clitest.ClosedAddr(t)

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 )
 
@@ -39,4 +40,27 @@ func ClosedAddr(t *testing.T) string {
 	addr := l.Addr().String()
 	l.Close()
 	return addr
+}
+
+// Case is one command line and what the command must answer: its exit code
+// and its whole stderr.
+type Case struct {
+	Args, Stderr string
+	Code         int
+}
+
+// Check runs every case through Run (see there for env) and reports each
+// exit code or stderr that differs; for "-h" it also wants stdout to start
+// with "Usage: name [flags]".
+func Check(t *testing.T, env, name string, cases []Case) {
+	t.Helper()
+	for _, tc := range cases {
+		code, stdout, stderr := Run(t, env, tc.Args)
+		if code != tc.Code || stderr != tc.Stderr {
+			t.Errorf("%s %s: exit %d, stderr %q; want exit %d, stderr %q", name, tc.Args, code, stderr, tc.Code, tc.Stderr)
+		}
+		if tc.Args == "-h" && !strings.HasPrefix(stdout, "Usage: "+name+" [flags]\n") {
+			t.Errorf("%s -h printed %q, want the usage", name, stdout)
+		}
+	}
 }
