@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -161,30 +160,16 @@ func TestLeasedMultiProcess(t *testing.T) {
 		}
 	}
 
-	// Fleet-wide holders: a sweep over grant (+1) and release (-1).
-	type ev struct {
-		at    int64
-		delta int
-	}
-	var evs []ev
+	// Fleet-wide holders, from the grant and release instants.
+	var held []interval
 	for _, gs := range grants {
 		for _, g := range gs {
-			evs = append(evs, ev{g.got, +1}, ev{g.done, -1})
+			held = append(held, interval{time.Unix(0, g.got), time.Unix(0, g.done)})
 		}
 	}
-	sort.Slice(evs, func(i, j int) bool {
-		if evs[i].at != evs[j].at {
-			return evs[i].at < evs[j].at
-		}
-		return evs[i].delta < evs[j].delta
-	})
-	cur, peak := 0, 0
-	for _, e := range evs {
-		cur += e.delta
-		peak = max(peak, cur)
-	}
-	if peak > limit {
-		t.Fatalf("%d holders at once fleet-wide, limit %d", peak, limit)
+	top := peak(held)
+	if top > limit {
+		t.Fatalf("%d holders at once fleet-wide, limit %d", top, limit)
 	}
 
 	// The window in which every process ran: from the late one's first
@@ -211,7 +196,7 @@ func TestLeasedMultiProcess(t *testing.T) {
 	}
 	jain := sum * sum / (float64(procs) * sumSq)
 	t.Logf("%d grants, peak holders %d (limit %d); late process's first grant %v after its first Acquire; window %v: counts %v, Jain %.3f",
-		len(evs)/2, peak, limit, time.Duration(from-firstAsk), time.Duration(to-from), counts, jain)
+		len(held), top, limit, time.Duration(from-firstAsk), time.Duration(to-from), counts, jain)
 	if jain < 0.95 {
 		t.Fatalf("Jain's index %.3f over counts %v, want >= 0.95", jain, counts)
 	}

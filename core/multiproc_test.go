@@ -158,28 +158,14 @@ func TestMultiProcessTimeline(t *testing.T) {
 	if len(grants) != procs*goroutines*iters {
 		t.Fatalf("%d grants recorded, want %d", len(grants), procs*goroutines*iters)
 	}
-	// Holders at once: a sweep over grant (+1) and release (-1) instants.
-	type ev struct {
-		at    int64
-		delta int
-	}
-	var evs []ev
+	// Holders at once, from the grant and release instants.
+	var held []interval
 	for _, g := range grants {
-		evs = append(evs, ev{g.got, +1}, ev{g.done, -1})
+		held = append(held, interval{time.Unix(0, g.got), time.Unix(0, g.done)})
 	}
-	sort.Slice(evs, func(i, j int) bool {
-		if evs[i].at != evs[j].at {
-			return evs[i].at < evs[j].at
-		}
-		return evs[i].delta < evs[j].delta
-	})
-	cur, peak := 0, 0
-	for _, e := range evs {
-		cur += e.delta
-		peak = max(peak, cur)
-	}
-	if peak > limit {
-		t.Fatalf("%d holders at once, limit %d", peak, limit)
+	top := peak(held)
+	if top > limit {
+		t.Fatalf("%d holders at once, limit %d", top, limit)
 	}
 	// FIFO, on the server's clock: among queued requests, one that joined
 	// the queue more than tolerance before another is granted before it.
@@ -205,7 +191,7 @@ func TestMultiProcessTimeline(t *testing.T) {
 		}
 	}
 	t.Logf("%d grants (%d queued), peak holders %d, worst inversion %v by queue time, %v by client time before Acquire",
-		len(grants), queued, peak, time.Duration(worst), time.Duration(worstClient))
+		len(grants), queued, top, time.Duration(worst), time.Duration(worstClient))
 	if queued < len(grants)/2 {
 		t.Fatalf("only %d of %d grants queued: the workload does not test FIFO", queued, len(grants))
 	}
