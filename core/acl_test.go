@@ -25,7 +25,7 @@ import (
 // +cluster|slots. Keys match "<prefix>*" and channels "<prefix>notify:*".
 // Keep it in step with the README's "Security" section; TestACLCommandsCoverScripts
 // fails when a script calls a command not listed here.
-const aclCommands = "+evalsha +eval +subscribe +time +hmget +hset +hincrby +hget +hgetall +hdel +exists +pexpireat +persist +zadd +zcard +zrange +zrangebyscore +zremrangebyscore +zrem +zscore +publish"
+const aclCommands = "+evalsha +eval +subscribe +time +hmget +hset +hget +hgetall +hdel +exists +get +set +del +pexpireat +persist +zadd +zcount +zrange +zrangebyscore +zremrangebyscore +zrem +zscore +publish"
 
 // TestACLCommandsCoverScripts derives the command list from the scripts.
 func TestACLCommandsCoverScripts(t *testing.T) {

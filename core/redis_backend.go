@@ -116,7 +116,7 @@ func (b *redisBackend) semaphore(name string, limit int64, owned bool) *Redis {
 	}
 	tag := b.cfg.prefix + "{" + name + "}:"
 	s := &Redis{b: b, name: name, label: name, limit: limit, owned: owned,
-		keys: []string{tag + "m", tag + "h", tag + "hi", tag + "q", tag + "qi", tag + "qe"}}
+		keys: []string{tag + "m", tag + "h", tag + "q", tag + "qe", tag + "p"}}
 	if b.cfg.policy.mode == 2 {
 		s.fallback = newLocal(name, b.cfg.policy.fallback, b.cfg)
 	}

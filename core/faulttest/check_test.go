@@ -2,7 +2,6 @@ package faulttest
 
 import (
 	"context"
-	"errors"
 	"runtime"
 	"slices"
 	"sort"
@@ -28,32 +27,31 @@ type redisState struct {
 
 // readState reads a semaphore's keys directly. It is the only place of the
 // suite that knows the key layout of core/lua/lib.lua: prefix{name}:m is the
-// meta hash (field "used"), :hi maps holder id to "weight:token" (followed
-// by more ":"-separated fields on newer code), :q is the queue.
+// state hash (field "used", and per id a field "#id", "h<weight>:<token>:…"
+// for a holder), :q is the queue, whose last member is a sentinel "".
 func readState(ctx context.Context, c *redis.Client, prefix, name string) (redisState, error) {
 	tag := prefix + "{" + name + "}:"
 	var st redisState
-	used, err := c.HGet(ctx, tag+"m", "used").Int64()
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return st, err
-	}
-	st.Used = used
-	hi, err := c.HGetAll(ctx, tag+"hi").Result()
+	m, err := c.HGetAll(ctx, tag+"m").Result()
 	if err != nil {
 		return st, err
 	}
-	for _, v := range hi {
-		f := strings.Split(v, ":")
-		n, _ := strconv.ParseInt(f[0], 10, 64)
+	st.Used, _ = strconv.ParseInt(m["used"], 10, 64)
+	for f, v := range m {
+		if !strings.HasPrefix(f, "#") || !strings.HasPrefix(v, "h") {
+			continue
+		}
+		fs := strings.Split(v[1:], ":")
+		n, _ := strconv.ParseInt(fs[0], 10, 64)
 		var tk int64
-		if len(f) > 1 {
-			tk, _ = strconv.ParseInt(f[1], 10, 64)
+		if len(fs) > 1 {
+			tk, _ = strconv.ParseInt(fs[1], 10, 64)
 		}
 		st.Held += n
 		st.Holders++
 		st.Tokens = append(st.Tokens, tk)
 	}
-	if st.Queued, err = c.ZCard(ctx, tag+"q").Result(); err != nil {
+	if st.Queued, err = c.ZCount(ctx, tag+"q", "-inf", "(9007199254740992").Result(); err != nil {
 		return st, err
 	}
 	return st, nil

@@ -11,34 +11,36 @@
 -- channel (check = 1 only).
 local id, w, ttl, try = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6] == '1'
 local deadline = tonumber(ARGV[7]) or 0
-purge()
-local free = grant() -- nobody queued
+F.start(id)
+F.purge()
+local free = F.grant() -- nobody queued
 local code, value, again, deaf = 0, 0, 0, 0
-local held = redis.call('HGET', HI, id)
-local qi = not held and redis.call('HGET', QI, id)
-if held then
-  code, value, again = 1, tonumber(string.match(held, '^%d+:(%d+)')), 1
-elseif qi then
-  if is_tomb(qi) then code = -4 else code, value, again = 2, next_expiry(), 1 end
-elseif deadline > 0 and now_us > deadline then
+local cur = F.get('#' .. id)
+local kind = cur and string.sub(cur, 1, 1)
+if kind == 'h' then
+  code, value, again = 1, tonumber(string.match(cur, '^h%d+:(%d+)')), 1
+elseif kind == 'x' then
+  code = -4
+elseif kind == 'q' then
+  code, value, again = 2, F.next_expiry(), 1
+elseif deadline > 0 and V.now_us > deadline then
   code = -3
-elseif w > limit then
+elseif w > V.limit then
   code = -1
 else
-  if free and used + w > limit then derive() end
-  if free and used + w <= limit then
-    code, value = 1, hold(id, w, ttl)
+  if free and V.used + w > V.limit then F.derive() end
+  if free and V.used + w <= V.limit then
+    code, value = 1, F.hold(id, w, ttl)
   elseif not try then
     -- Probe first (before any write): with no subscriber of the caller's
     -- channel here, its subscription is on another server (a demoted
     -- master) and the caller must subscribe again.
-    if ARGV[8] == '1' and redis.call('PUBLISH', mychan, '') == 0 then deaf = 1 end
-    if free then new_keys(Q, QI, QE) end -- an empty zset does not exist
-    local seq = redis.call('HINCRBY', M, 'qseq', 1)
-    redis.call('ZADD', Q, seq, id)
-    redis.call('HSET', QI, id, int(w) .. ':' .. int(ttl) .. ':' .. (ARGV[8] or '0') .. ':' .. mychan)
-    redis.call('ZADD', QE, alive(ttl), id)
-    code, value = 2, next_expiry()
+    if ARGV[8] == '1' and redis.call('PUBLISH', V.mychan, '') == 0 then deaf = 1 end
+    V.qseq = V.qseq + 1
+    redis.call('ZADD', V.W, V.qseq, id)
+    redis.call('ZADD', V.E, F.alive(ttl), id)
+    F.put('#' .. id, 'q' .. F.int(w) .. ':' .. F.int(ttl) .. ':' .. (ARGV[8] or '0') .. ':' .. V.mychan)
+    code, value = 2, F.next_expiry()
   end
 end
-return {code, value, limit, finish(), now_us, again, deaf}
+return {code, value, V.limit, F.finish(), V.now_us, again, deaf}

@@ -11,26 +11,26 @@
 -- new_id finds it held and returns it again, with a sixth element 1.
 local id, nid, ttl, tomb = ARGV[3], ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
 local deadline = tonumber(ARGV[7]) or 0
-purge()
-grant() -- the permits of leases that purge() reaped go to the queue
-local mine = redis.call('HGET', HI, nid)
+F.start(id)
+F.purge()
+F.grant() -- the permits of leases that purge() reaped go to the queue
+local mine = F.get('#' .. nid)
+if mine and string.sub(mine, 1, 1) == 'h' then
+  return {{string.sub(mine, 2)}, 1, V.limit, F.finish(), V.now_us, 1}
+end
 if mine then
-  return {{mine}, 1, limit, finish(), now_us, 1}
+  return {{}, -4, V.limit, F.finish(), V.now_us}
 end
-if redis.call('HGET', QI, nid) then
-  return {{}, -4, limit, finish(), now_us}
+if deadline > 0 and V.now_us > deadline then
+  return {{}, -3, V.limit, F.finish(), V.now_us}
 end
-if deadline > 0 and now_us > deadline then
-  return {{}, -3, limit, finish(), now_us}
+local info = F.get('#' .. id)
+local s = info and string.sub(info, 1, 1) == 'h' and redis.call('ZSCORE', V.L, id)
+if not s or tonumber(s) <= V.now then
+  return {{}, 0, V.limit, F.finish(), V.now_us}
 end
-local info = redis.call('HGET', HI, id)
-local s = info and redis.call('ZSCORE', H, id)
-if not s or tonumber(s) <= now then
-  return {{}, 0, limit, finish(), now_us}
-end
-redis.call('HDEL', HI, id)
-redis.call('ZREM', H, id)
-redis.call('HSET', HI, nid, info)
-redis.call('ZADD', H, lease(ttl), nid)
-tombstone(id, 3, tomb)
-return {{info}, 1, limit, finish(), now_us}
+redis.call('ZREM', V.L, id)
+F.put('#' .. nid, info)
+redis.call('ZADD', V.L, F.lease_end(V.now + ttl), nid)
+F.tombstone(id, 3, tomb)
+return {{string.sub(info, 2)}, 1, V.limit, F.finish(), V.now_us}

@@ -5,21 +5,21 @@
 -- unknown (lease expired or never held). Idempotent: a repeated run finds
 -- the tombstone and returns the first run's code, and a sixth element 1.
 local id, ttl = ARGV[3], tonumber(ARGV[4]) or 10000
-purge()
+F.start(id)
+F.purge()
 local code = 0
-local info = redis.call('HGET', HI, id)
-local qi = not info and redis.call('HGET', QI, id)
-if info then
-  used = used - weight_of(info)
-  redis.call('HDEL', HI, id)
-  redis.call('ZREM', H, id)
+local cur = F.get('#' .. id)
+local kind = cur and string.sub(cur, 1, 1)
+if kind == 'x' then
+  return {tonumber(string.sub(cur, 2)), 0, V.limit, F.finish(), V.now_us, 1}
+elseif kind == 'h' then
+  V.used, V.hn = V.used - tonumber(string.match(cur, '^h(%d+):')), V.hn - 1
+  redis.call('ZREM', V.L, id)
   code = 1
-elseif qi and is_tomb(qi) then
-  return {tonumber(string.sub(qi, 2)), 0, limit, finish(), now_us, 1}
-elseif qi then
-  redis.call('ZREM', Q, id)
+elseif kind == 'q' then
+  redis.call('ZREM', V.W, id)
   code = 2
 end
-tombstone(id, code, ttl)
-grant()
-return {code, 0, limit, finish(), now_us}
+F.tombstone(id, code, ttl)
+F.grant()
+return {code, 0, V.limit, F.finish(), V.now_us}

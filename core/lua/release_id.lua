@@ -7,18 +7,17 @@
 -- by an earlier run, 1: released by its holder, 3: adopted away) and a
 -- sixth element 1. Idempotent: a repeated run answers 4 and changes nothing.
 local id, ttl = ARGV[3], tonumber(ARGV[4]) or 10000
-purge()
-local info = redis.call('HGET', HI, id)
-if info then
-  used = used - weight_of(info)
-  redis.call('HDEL', HI, id)
-  redis.call('ZREM', H, id)
-  tombstone(id, 4, ttl)
-  grant()
-  return {1, 0, limit, finish(), now_us}
+F.start(id)
+F.purge()
+local cur = F.get('#' .. id)
+if cur and string.sub(cur, 1, 1) == 'h' then
+  V.used, V.hn = V.used - tonumber(string.match(cur, '^h(%d+):')), V.hn - 1
+  redis.call('ZREM', V.L, id)
+  F.tombstone(id, 4, ttl)
+  F.grant()
+  return {1, 0, V.limit, F.finish(), V.now_us}
 end
-local qi = redis.call('HGET', QI, id)
-if qi and is_tomb(qi) then
-  return {tonumber(string.sub(qi, 2)), 0, limit, finish(), now_us, 1}
+if F.is_tomb(cur) then
+  return {tonumber(string.sub(cur, 2)), 0, V.limit, F.finish(), V.now_us, 1}
 end
-return {0, 0, limit, finish(), now_us}
+return {0, 0, V.limit, F.finish(), V.now_us}

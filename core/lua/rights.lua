@@ -1,4 +1,4 @@
--- KEYS: a semaphore's six keys (see lib.lua); ARGV[1]: the caller's
+-- KEYS: a semaphore's five keys (see lib.lua); ARGV[1]: the caller's
 -- notification channel. Returns the commands of the minimum ACL that the
 -- current user may not run on these keys and that channel (lower case),
 -- or an empty list. Run before a backend's first script, so that a missing
@@ -10,23 +10,25 @@ local missing = {}
 local function need(...)
   if not redis.acl_check_cmd(...) then missing[#missing + 1] = string.lower((...)) end
 end
-local M, H, HI, Q, QI, QE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local S, L, W, E, P = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 need('TIME')
-need('HMGET', M, 'f')
-need('HSET', M, 'f', 'v')
-need('HINCRBY', M, 'f', '1')
-need('HGET', HI, 'f')
-need('HGETALL', M)
-need('HDEL', HI, 'f')
-need('EXISTS', H)
-need('PEXPIREAT', H, '1')
-need('PERSIST', M)
-need('ZADD', Q, '1', 'm')
-need('ZCARD', Q)
-need('ZRANGE', H, '0', '-1')
-need('ZRANGEBYSCORE', QE, '-inf', '1')
-need('ZREMRANGEBYSCORE', QE, '-inf', '1')
-need('ZREM', Q, 'm')
-need('ZSCORE', H, 'm')
+need('HMGET', S, 'f')
+need('HSET', S, 'f', 'v')
+need('HGET', S, 'f')
+need('HGETALL', S)
+need('HDEL', S, 'f')
+need('EXISTS', S)
+need('GET', P)
+need('SET', P, '1')
+need('DEL', L)
+need('PEXPIREAT', L, '1')
+need('PERSIST', S)
+need('ZADD', W, '1', 'm')
+need('ZCOUNT', W, '-inf', '1')
+need('ZRANGE', L, '0', '-1')
+need('ZRANGEBYSCORE', E, '-inf', '1')
+need('ZREMRANGEBYSCORE', E, '-inf', '1')
+need('ZREM', W, 'm')
+need('ZSCORE', L, 'm')
 need('PUBLISH', ARGV[1], '')
 return missing

@@ -4,12 +4,14 @@
 -- ended, released or adopted away). Idempotent: a repeated run sets the
 -- same end again, measured from its own now.
 local id, ttl = ARGV[3], tonumber(ARGV[4])
-purge()
-grant() -- the permits of leases that purge() reaped go to the queue
-local s = redis.call('ZSCORE', H, id)
+F.start(id)
+F.purge()
+F.grant() -- the permits of leases that purge() reaped go to the queue
+local s = redis.call('ZSCORE', V.L, id)
+local cur = F.get('#' .. id)
 local code = 0
-if s and tonumber(s) > now and redis.call('HGET', HI, id) then
-  redis.call('ZADD', H, lease(ttl), id)
+if s and tonumber(s) > V.now and cur and string.sub(cur, 1, 1) == 'h' then
+  redis.call('ZADD', V.L, F.lease_end(V.now + ttl), id)
   code = 1
 end
-return {code, 0, limit, finish(), now_us}
+return {code, 0, V.limit, F.finish(), V.now_us}

@@ -1,5 +1,6 @@
 -- ARGV: limit, channel. Returns {used, waiting, limit, notes}.
-purge()
-derive()
-grant()
-return {used, redis.call('ZCARD', Q), limit, finish(), now_us}
+F.start()
+F.purge()
+F.derive()
+F.grant()
+return {V.used, redis.call('ZCOUNT', V.W, '-inf', '(' .. SENTINEL_S), V.limit, F.finish(), V.now_us}
