@@ -25,6 +25,7 @@ type redisBackend struct {
 
 	checkLive   string        // "1": grants skip waiters whose process stopped listening
 	ctxHonoured bool          // the client bounds its I/O by each call's ctx
+	dials       *dialWatch    // the client's latest dial: names a refused one
 	brk         breaker       // consecutive failures, outage start
 	subSem      chan struct{} // serialises subscribing (a lock that ctx can abandon)
 	rightsOK    atomic.Bool   // the user's rights were checked (redis_rights.go)
@@ -90,6 +91,7 @@ func newRedisBackend(client redis.UniversalClient, cfg config) *redisBackend {
 	return &redisBackend{
 		checkLive:   check,
 		ctxHonoured: ctxHonoured(client),
+		dials:       watchDials(client),
 		brk:         breaker{failures: cfg.fault.failures, cooldown: cfg.fault.cooldown},
 		subSem:      make(chan struct{}, 1),
 		client:      client,

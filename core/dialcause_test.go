@@ -1,0 +1,68 @@
+package core_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/distsem/distsem/core"
+)
+
+// closedPort returns a loopback address on which nothing listens: a
+// connection to it is refused.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
+
+// A Redis backend pointed at a closed port fails with ErrUnavailable that
+// wraps the refused dial, not with the end of the operation timeout:
+// go-redis retries the dial in the background past that timeout and then
+// answers with its ctx's error, which used to be all the caller saw
+// ("context deadline exceeded").
+func TestRefusedConnectionNamesCause(t *testing.T) {
+	addr := closedPort(t)
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	s := core.NewRedis(c, "refused", 1, core.WithOperationTimeout(300*time.Millisecond))
+	defer s.Close()
+	// The caller's deadline is far beyond the operation timeout: only the
+	// latter can end these calls.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, op := range []struct {
+		name string
+		call func() error
+	}{
+		{"TryAcquire", func() error { _, err := s.TryAcquire(ctx); return err }},
+		{"Acquire", func() error { _, err := s.Acquire(ctx); return err }},
+		{"Stats", func() error { _, err := s.Stats(ctx); return err }},
+	} {
+		err := op.call()
+		var oe *net.OpError
+		switch {
+		case !errors.Is(err, core.ErrUnavailable):
+			t.Errorf("%s: err = %v, want ErrUnavailable", op.name, err)
+		case !errors.As(err, &oe) || oe.Op != "dial" || !errors.Is(err, syscall.ECONNREFUSED):
+			t.Errorf("%s: err = %v, want it to wrap the refused dial", op.name, err)
+		case errors.Is(err, context.DeadlineExceeded):
+			t.Errorf("%s: err = %v matches DeadlineExceeded, but no deadline of the caller passed", op.name, err)
+		case !strings.Contains(err.Error(), "connection refused"):
+			t.Errorf("%s: err = %q, want the text to say the connection was refused", op.name, err)
+		}
+	}
+}
