@@ -3,6 +3,7 @@
 package coretest
 
 import (
+	"context"
 	"os/exec"
 	"syscall"
 	"time"
@@ -38,3 +39,5 @@ var errExited, errNoSignal error
 func waitLog(int, func() bool, string, int64, string, time.Duration) error { return errUnsupportedOS }
 
 func fileSize(string) int64 { return 0 }
+
+func awaitFiles(context.Context, []string, func() bool) error { return errUnsupportedOS }

@@ -3,6 +3,7 @@
 package coretest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -145,4 +146,45 @@ func fileSize(path string) int64 {
 		return 0
 	}
 	return st.Size()
+}
+
+// recheck is how often awaitFiles checks its condition when no file
+// changes: a safety net for a change that writes nothing, not the way it
+// normally wakes.
+const recheck = time.Second
+
+// awaitFiles calls ok, and again whenever a file in one of dirs is
+// created, written or renamed into place (a server's log line, Redis
+// Cluster's nodes.conf, a Sentinel's rewritten configuration: the servers
+// write one of these on every change of state that the tests wait for),
+// until ok returns true (nil) or ctx ends (its error).
+func awaitFiles(ctx context.Context, dirs []string, ok func() bool) error {
+	in, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
+	if err != nil {
+		return fmt.Errorf("inotify: %w", err)
+	}
+	defer unix.Close(in)
+	for _, dir := range dirs {
+		if _, err := unix.InotifyAddWatch(in, dir, unix.IN_CREATE|unix.IN_MODIFY|unix.IN_MOVED_TO); err != nil {
+			return fmt.Errorf("inotify %s: %w", dir, err)
+		}
+	}
+	deadline, bounded := ctx.Deadline()
+	events := make([]byte, 4096)
+	for !ok() { // checked after the watches exist: no change is missed
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		until := time.Now().Add(recheck)
+		if bounded && deadline.Before(until) {
+			until = deadline
+		}
+		await(until, false, in)
+		for {
+			if n, err := unix.Read(in, events); n <= 0 || err != nil {
+				break
+			}
+		}
+	}
+	return nil
 }
