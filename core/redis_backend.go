@@ -25,8 +25,8 @@ type redisBackend struct {
 
 	checkLive   string        // "1": grants skip waiters whose process stopped listening
 	ctxHonoured bool          // the client bounds its I/O by each call's ctx
-	dials       *dialWatch    // the client's latest dial: names a refused one
 	brk         breaker       // consecutive failures, outage start
+	dials       *dialWatch    // the client's latest dial: names a refused one
 	subSem      chan struct{} // serialises subscribing (a lock that ctx can abandon)
 	rightsOK    atomic.Bool   // the user's rights were checked (redis_rights.go)
 
@@ -91,8 +91,8 @@ func newRedisBackend(client redis.UniversalClient, cfg config) *redisBackend {
 	return &redisBackend{
 		checkLive:   check,
 		ctxHonoured: ctxHonoured(client),
-		dials:       watchDials(client),
 		brk:         breaker{failures: cfg.fault.failures, cooldown: cfg.fault.cooldown},
+		dials:       watchDials(client),
 		subSem:      make(chan struct{}, 1),
 		client:      client,
 		cfg:         cfg,
