@@ -40,6 +40,11 @@ func TestRefusedConnectionNamesCause(t *testing.T) {
 	defer c.Close()
 	s := core.NewRedis(c, "refused", 1, core.WithOperationTimeout(300*time.Millisecond))
 	defer s.Close()
+	// Leased mode: an Acquire takes the failure policy once the outage
+	// grace has passed with every beat failing.
+	leased := core.NewRedis(c, "refused-leased", 1, core.WithOperationTimeout(300*time.Millisecond),
+		core.WithLeasedShares(), core.WithOutageGrace(300*time.Millisecond))
+	defer leased.Close()
 	// The caller's deadline is far beyond the operation timeout: only the
 	// latter can end these calls.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -51,6 +56,7 @@ func TestRefusedConnectionNamesCause(t *testing.T) {
 		{"TryAcquire", func() error { _, err := s.TryAcquire(ctx); return err }},
 		{"Acquire", func() error { _, err := s.Acquire(ctx); return err }},
 		{"Stats", func() error { _, err := s.Stats(ctx); return err }},
+		{"leased Acquire", func() error { _, err := leased.Acquire(ctx); return err }},
 	} {
 		err := op.call()
 		var oe *net.OpError
