@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/coretest"
 )
 
 // closedPort returns a loopback address on which nothing listens: a
@@ -58,17 +59,48 @@ func TestRefusedConnectionNamesCause(t *testing.T) {
 		{"Stats", func() error { _, err := s.Stats(ctx); return err }},
 		{"leased Acquire", func() error { _, err := leased.Acquire(ctx); return err }},
 	} {
-		err := op.call()
-		var oe *net.OpError
-		switch {
-		case !errors.Is(err, core.ErrUnavailable):
-			t.Errorf("%s: err = %v, want ErrUnavailable", op.name, err)
-		case !errors.As(err, &oe) || oe.Op != "dial" || !errors.Is(err, syscall.ECONNREFUSED):
-			t.Errorf("%s: err = %v, want it to wrap the refused dial", op.name, err)
-		case errors.Is(err, context.DeadlineExceeded):
-			t.Errorf("%s: err = %v matches DeadlineExceeded, but no deadline of the caller passed", op.name, err)
-		case !strings.Contains(err.Error(), "connection refused"):
-			t.Errorf("%s: err = %q, want the text to say the connection was refused", op.name, err)
-		}
+		wantRefused(t, op.name, op.call())
+	}
+}
+
+// On Cluster, the node clients that the ClusterClient creates after
+// NewRedis are watched: with the master of the semaphore's slot killed, a
+// call names the refused dial to that master.
+func TestRefusedConnectionNamesCauseCluster(t *testing.T) {
+	set := coretest.StartCluster(t, 3, 0)
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: set.Addrs})
+	defer c.Close()
+	s := core.NewRedis(c, "refused", 1, core.WithOperationTimeout(300*time.Millisecond))
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p, err := s.TryAcquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	master, err := c.MasterForKey(ctx, "distsem:{refused}:m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	set.Kill(master.Options().Addr)
+	_, err = s.TryAcquire(ctx)
+	wantRefused(t, "TryAcquire", err)
+}
+
+func wantRefused(t *testing.T, op string, err error) {
+	t.Helper()
+	var oe *net.OpError
+	switch {
+	case !errors.Is(err, core.ErrUnavailable):
+		t.Errorf("%s: err = %v, want ErrUnavailable", op, err)
+	case !errors.As(err, &oe) || oe.Op != "dial" || !errors.Is(err, syscall.ECONNREFUSED):
+		t.Errorf("%s: err = %v, want it to wrap the refused dial", op, err)
+	case errors.Is(err, context.DeadlineExceeded):
+		t.Errorf("%s: err = %v matches DeadlineExceeded, but no deadline of the caller passed", op, err)
+	case !strings.Contains(err.Error(), "connection refused"):
+		t.Errorf("%s: err = %q, want the text to say the connection was refused", op, err)
 	}
 }
