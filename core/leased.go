@@ -28,6 +28,7 @@ type leased struct {
 	running  bool                     // the loop runs
 	closed   bool                     // Close stopped the loop
 	down     bool                     // no valid share and Redis unreachable
+	downErr  error                    // while down: the failed beat's error
 	shrink   bool                     // Redis holds more share than the local limit
 	beatDone chan struct{}            // closed after each beat, then replaced
 	beatGen  uint64                   // beats started (each reads the demand)
@@ -85,7 +86,7 @@ func (l *leased) acquire(ctx context.Context, try bool, opts []AcquireOption) (*
 	if err != nil {
 		l.end(a.weight)
 		if errors.Is(err, errShareOutage) {
-			return s.failed(ctx, "acquire", unavailable("acquire", s.name, errShareOutage), try, opts, a.weight)
+			return s.failed(ctx, "acquire", unavailable("acquire", s.name, err), try, opts, a.weight)
 		}
 		if errors.Is(err, ErrClosed) {
 			return nil, ErrClosed
@@ -98,14 +99,14 @@ func (l *leased) acquire(ctx context.Context, try bool, opts []AcquireOption) (*
 // wait is the slow path: the local share is full or others are queued.
 func (l *leased) wait(ctx context.Context, try bool, opts []AcquireOption) (*Permit, error) {
 	l.mu.Lock()
-	gen, down := l.beatGen, l.down
+	gen, outage := l.beatGen, l.outage()
 	// Ask Redis at once only if this demand is news: a saturated process
 	// (demand as reported) waits for its next beat, which comes every
 	// shareRebalance while anyone wants more than its share.
 	news := l.demand > l.reported
 	l.mu.Unlock()
-	if down {
-		return nil, errShareOutage
+	if outage != nil {
+		return nil, outage
 	}
 	if news || try {
 		l.poke()
@@ -126,8 +127,13 @@ func (l *leased) wait(ctx context.Context, try bool, opts []AcquireOption) (*Per
 			}
 		}
 		p, err := l.loc.loc.TryAcquire(ctx, opts...)
-		if err != nil && !errors.Is(err, ErrClosed) && l.isDown() {
-			return nil, errShareOutage
+		if err != nil && !errors.Is(err, ErrClosed) {
+			l.mu.Lock()
+			outage := l.outage()
+			l.mu.Unlock()
+			if outage != nil {
+				return nil, outage
+			}
 		}
 		return p, err
 	}
@@ -142,7 +148,7 @@ func (l *leased) wait(ctx context.Context, try bool, opts []AcquireOption) (*Per
 	delete(l.waiting, w)
 	l.mu.Unlock()
 	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(wctx), errShareOutage) {
-		return nil, errShareOutage
+		return nil, context.Cause(wctx)
 	}
 	if err != nil && ctx.Err() != nil {
 		return nil, ctxError(ctx, l.s.name)
@@ -150,10 +156,16 @@ func (l *leased) wait(ctx context.Context, try bool, opts []AcquireOption) (*Per
 	return p, err
 }
 
-func (l *leased) isDown() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.down
+// outage returns, while the process is down, errShareOutage wrapping the
+// error of the beat that failed; nil otherwise. l.mu is held.
+func (l *leased) outage() error {
+	switch {
+	case !l.down:
+		return nil
+	case l.downErr == nil:
+		return errShareOutage
+	}
+	return fmt.Errorf("%w: %w", errShareOutage, l.downErr)
 }
 
 // begin counts weight as demand and starts the loop if it is not running.

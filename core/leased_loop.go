@@ -113,7 +113,7 @@ func (l *leased) beat(st *beatState) time.Duration {
 			st.registered, st.share = false, 0
 			l.loc.set(l.loc.state().limit, 0)
 		}
-		l.setDown(down && !st.registered)
+		l.setDown(down && !st.registered, err)
 		if lose {
 			l.loseAll()
 		}
@@ -152,17 +152,18 @@ func (l *leased) beaten(gen uint64) {
 }
 
 // setDown records whether the process is without a valid share while Redis
-// is unreachable; on the way down it ends the local waits, which then take
-// the failure policy.
-func (l *leased) setDown(down bool) {
+// is unreachable, and cause, the failed beat's error; on the way down it
+// ends the local waits, which then take the failure policy.
+func (l *leased) setDown(down bool, cause error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if down && !l.down {
+	l.down, l.downErr = down, nil
+	if down {
+		l.downErr = cause
 		for w := range l.waiting {
-			w.cancel(errShareOutage)
+			w.cancel(l.outage())
 		}
 	}
-	l.down = down
 }
 
 // loseAll closes Lost on every permit held: the share covering them is gone.

@@ -48,7 +48,7 @@ func (l *leased) runWithin(ctx context.Context, d time.Duration, op string, a sh
 	recv := time.Now()
 	b.brk.record(classify(ctx, err, recv.Sub(sent), b.cfg.fault.opTimeout), recv)
 	if err != nil {
-		return shareReply{}, err
+		return shareReply{}, b.dials.explain(ctx, sent, err)
 	}
 	if len(v) != 11 {
 		return shareReply{}, fmt.Errorf("core: unexpected share reply of %d elements", len(v))

@@ -21,7 +21,10 @@ const (
 // WithOperationTimeout bounds every round trip to Redis (one script,
 // including go-redis's own retries of it) to d, within the caller's ctx.
 // A round trip that takes longer counts as a backend failure, so the
-// failure policy applies after at most d. The default is 1s.
+// failure policy applies after at most d. Its error wraps
+// context.DeadlineExceeded, or, when the client's dials were failing
+// meanwhile, the dial error (a *net.OpError such as "connection refused")
+// instead. The default is 1s.
 func WithOperationTimeout(d time.Duration) Option {
 	return func(c *config) { c.fault.opTimeout = d }
 }

@@ -38,6 +38,11 @@ var _ Semaphore = (*Redis)(nil)
 //
 // NewRedis starts no goroutine; the first Acquire that has to wait starts
 // one pub/sub listener and one renewal loop, which Close stops.
+//
+// The first NewRedis or NewRedisKeyed on a client adds one hook to it (on
+// a ClusterClient, to the node clients it creates from then on) that only
+// notes whether the latest dial failed, so that an operation timeout names
+// a refused connection (see WithOperationTimeout).
 func NewRedis(client redis.UniversalClient, name string, limit int64, opts ...Option) *Redis {
 	cfg := buildConfig(opts)
 	b := newRedisBackend(client, cfg)

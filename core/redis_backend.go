@@ -26,6 +26,7 @@ type redisBackend struct {
 	checkLive   string        // "1": grants skip waiters whose process stopped listening
 	ctxHonoured bool          // the client bounds its I/O by each call's ctx
 	brk         breaker       // consecutive failures, outage start
+	dials       *dialWatch    // the client's latest dial: names a refused one
 	subSem      chan struct{} // serialises subscribing (a lock that ctx can abandon)
 	rightsOK    atomic.Bool   // the user's rights were checked (redis_rights.go)
 
@@ -91,6 +92,7 @@ func newRedisBackend(client redis.UniversalClient, cfg config) *redisBackend {
 		checkLive:   check,
 		ctxHonoured: ctxHonoured(client),
 		brk:         breaker{failures: cfg.fault.failures, cooldown: cfg.fault.cooldown},
+		dials:       watchDials(client),
 		subSem:      make(chan struct{}, 1),
 		client:      client,
 		cfg:         cfg,

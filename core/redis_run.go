@@ -55,7 +55,7 @@ func (s *Redis) runScript(ctx context.Context, sc *redis.Script, gated bool, lim
 		if gated && !neverSent(err) {
 			b.resyncSem(s)
 		}
-		return reply{}, err
+		return reply{}, b.dials.explain(ctx, sent, err) // a refused dial, not "deadline exceeded"
 	}
 	r, err := parseReply(v)
 	s.clock.learn(sent, recv, r.nowUS)

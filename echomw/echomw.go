@@ -103,7 +103,10 @@ func (config Config) ToMiddleware() (echo.MiddlewareFunc, error) {
 				return config.ErrorHandler(c, err)
 			}
 			defer t.Release(ctx)
-			c.SetRequest(c.Request().WithContext(t.Context(ctx))) // handlers can reenter
+			// As in httpmw: the permit reaches the handler only in its
+			// request's ctx (for core.PermitFromContext and a reentrant
+			// Acquire), which takes a copy of the request.
+			c.SetRequest(c.Request().WithContext(t.Context(ctx)))
 			return next(c)
 		}
 	}, nil

@@ -94,7 +94,13 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// A deferred call also runs while a panic unwinds; the panic goes on.
 	defer t.Release(ctx)
-	h.next.ServeHTTP(w, r.WithContext(t.Context(ctx))) // handlers can reenter
+	// The handler gets the permit in its request's ctx: core.PermitFromContext
+	// (its token, for fencing) and a reentrant Acquire of the same semaphore
+	// read it there. That costs a copy of the request (r.WithContext) and a
+	// ctx, 2 allocations per request, which cannot be avoided: a Request's
+	// ctx changes only through WithContext, and a middleware must not
+	// modify the request it was given.
+	h.next.ServeHTTP(w, r.WithContext(t.Context(ctx)))
 }
 
 func (h *handler) rejected(w http.ResponseWriter, r *http.Request, rej *admit.Rejection) {

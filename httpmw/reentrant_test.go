@@ -38,3 +38,19 @@ func TestHandlerReenters(t *testing.T) {
 		t.Fatalf("in use after the request: %d", st.InUse)
 	}
 }
+
+// TestHandlerCtxHoldsPermit: the handler finds the request's permit in its
+// ctx also when the semaphore is not reentrant (its token, for fencing).
+// This is why the middleware copies the request (r.WithContext).
+func TestHandlerCtxHoldsPermit(t *testing.T) {
+	sem := core.NewLocalKeyed(1)
+	defer sem.Close()
+	var got *core.Permit
+	h := httpmw.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = core.PermitFromContext(r.Context())
+	}), sem)
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/a", nil))
+	if got == nil || got.Token() == 0 {
+		t.Fatalf("permit in the handler's ctx: %v, want the request's", got)
+	}
+}

@@ -105,10 +105,14 @@ func (c *Controller) reject(ctx context.Context, key string, err error, start ti
 
 // classify sorts a failed acquire. The request's own context is checked
 // first: once it has ended, whatever the semaphore said, the client is gone.
+// A backend failure comes next, since it may wrap context.DeadlineExceeded
+// (Redis silent for the operation timeout): that is no verdict on capacity.
 func classify(ctx context.Context, err error) Reason {
 	switch {
 	case ctx.Err() != nil:
 		return ClientGone
+	case errors.Is(err, core.ErrUnavailable):
+		return Unavailable
 	case errors.Is(err, core.ErrNoPermit), errors.Is(err, context.DeadlineExceeded):
 		return NoCapacity
 	}

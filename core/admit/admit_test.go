@@ -283,10 +283,15 @@ func TestUnavailable(t *testing.T) {
 	if rej := rejection(t, err); rej.Reason != admit.Unavailable || !errors.Is(err, core.ErrClosed) {
 		t.Fatalf("rejection = %v, want Unavailable wrapping ErrClosed", err)
 	}
-	down := failing{fmt.Errorf("%w: dial tcp: connection refused", core.ErrUnavailable)}
-	_, err = admit.New(down, admit.WithMaxWait(time.Second)).Acquire(t.Context(), "k")
-	if rej := rejection(t, err); rej.Reason != admit.Unavailable || !errors.Is(err, core.ErrUnavailable) {
-		t.Fatalf("rejection = %v, want Unavailable", err)
+	for _, cause := range []error{
+		errors.New("dial tcp: connection refused"),
+		context.DeadlineExceeded, // Redis silent for the operation timeout
+	} {
+		down := failing{fmt.Errorf("%w: acquire \"k\": %w", core.ErrUnavailable, cause)}
+		_, err = admit.New(down, admit.WithMaxWait(time.Second)).Acquire(t.Context(), "k")
+		if rej := rejection(t, err); rej.Reason != admit.Unavailable || !errors.Is(err, core.ErrUnavailable) {
+			t.Errorf("backend failed with %v: rejection = %v (%v), want Unavailable", cause, rej.Reason, err)
+		}
 	}
 }
 

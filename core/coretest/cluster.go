@@ -70,7 +70,7 @@ func formCluster(ctx context.Context, nodes []*redisProc) error {
 		}
 	}
 	want := "cluster_known_nodes:" + strconv.Itoa(len(nodes))
-	return poll(ctx, func() bool {
+	return awaitFiles(ctx, dirs(nodes...), func() bool {
 		for _, c := range clients {
 			info, err := c.ClusterInfo(ctx).Result()
 			if err != nil || !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, want) {
@@ -135,7 +135,7 @@ func startSharedSentinel() (func(), error) {
 func awaitSentinels(ctx context.Context, replica *redisProc, sentinels []*redisProc) error {
 	rc := redis.NewClient(&redis.Options{Addr: replica.addr(), MaxRetries: -1})
 	defer rc.Close()
-	if err := poll(ctx, func() bool {
+	if err := awaitFiles(ctx, dirs(replica), func() bool {
 		info, err := rc.Info(ctx, "replication").Result()
 		return err == nil && strings.Contains(info, "master_link_status:up")
 	}); err != nil {
@@ -143,7 +143,7 @@ func awaitSentinels(ctx context.Context, replica *redisProc, sentinels []*redisP
 	}
 	for _, s := range sentinels {
 		sc := redis.NewSentinelClient(&redis.Options{Addr: s.addr(), MaxRetries: -1})
-		err := poll(ctx, func() bool {
+		err := awaitFiles(ctx, dirs(s), func() bool {
 			m, err := sc.Master(ctx, sentinelMaster).Result()
 			return err == nil && m["num-other-sentinels"] == strconv.Itoa(len(sentinels)-1) &&
 				m["num-slaves"] == "1" && m["flags"] == "master"
@@ -156,14 +156,12 @@ func awaitSentinels(ctx context.Context, replica *redisProc, sentinels []*redisP
 	return nil
 }
 
-// poll calls ok every 20ms until it returns true or ctx ends.
-func poll(ctx context.Context, ok func() bool) error {
-	for !ok() {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
+// dirs returns the servers' directories, where they write their logs and
+// configuration: what awaitFiles watches.
+func dirs(procs ...*redisProc) []string {
+	d := make([]string, len(procs))
+	for i, p := range procs {
+		d[i] = p.dir
 	}
-	return nil
+	return d
 }

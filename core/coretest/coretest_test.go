@@ -2,7 +2,9 @@ package coretest_test
 
 import (
 	"bufio"
+	"encoding/binary"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -145,22 +147,23 @@ func TestSharedServersDieWithProcess(t *testing.T) {
 			if got["redis"] == "" {
 				t.Fatalf("child did not start Redis: %v", got)
 			}
-			addrs := []string{got["redis"]}
+			waitRefused(t, got["redis"], nil)
 			if dsn := got["postgres"]; dsn != "" {
-				addrs = append(addrs, strings.TrimSuffix(strings.Split(dsn, "@")[1], "/postgres?sslmode=disable"))
+				waitRefused(t, strings.TrimSuffix(strings.Split(dsn, "@")[1], "/postgres?sslmode=disable"), pgStartup())
 			} else if strings.Contains(mode, "pg") {
 				t.Fatalf("child did not start PostgreSQL: %v", got)
-			}
-			for _, a := range addrs {
-				waitRefused(t, a)
 			}
 		})
 	}
 }
 
 // waitRefused waits until nothing listens on addr any more (servers may
-// take a moment to exit after their parent died).
-func waitRefused(t *testing.T, addr string) {
+// take a moment to exit after their parent died). It holds a connection
+// open until the server closes it, which it does when it dies, then dials
+// again: a refused dial ends the wait. hello, when not nil, is sent first
+// (PostgreSQL: a startup message, since a connection that never sends one
+// would itself delay the server's shutdown by authentication_timeout).
+func waitRefused(t *testing.T, addr string, hello []byte) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -168,18 +171,30 @@ func waitRefused(t *testing.T, addr string) {
 		if err != nil {
 			return
 		}
+		_ = c.SetDeadline(deadline)
+		if hello != nil {
+			_, _ = c.Write(hello)
+		}
+		_, _ = io.Copy(io.Discard, c) // until the server closes it
 		c.Close()
 		if time.Now().After(deadline) {
 			t.Fatalf("a server still listens on %s after its test binary ended", addr)
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// pgStartup is a PostgreSQL protocol 3.0 startup message for user and
+// database postgres (trust authentication).
+func pgStartup() []byte {
+	body := append(binary.BigEndian.AppendUint32(nil, 3<<16), "user\x00postgres\x00database\x00postgres\x00\x00"...)
+	return append(binary.BigEndian.AppendUint32(nil, uint32(4+len(body))), body...)
 }
 
 func withoutServers() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "DISTSEM_") {
+		// The port range stays: the child's servers keep to it too.
+		if !strings.HasPrefix(kv, "DISTSEM_") || strings.HasPrefix(kv, "DISTSEM_TEST_PORTS=") {
 			env = append(env, kv)
 		}
 	}

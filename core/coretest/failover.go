@@ -135,11 +135,11 @@ func StartCluster(tb testing.TB, masters, replicas int) *ClusterSet {
 		}
 		if err == nil {
 			// REPLICATE fails until the node has learnt of the master.
-			err = poll(ctx, func() bool { return nc.Do(ctx, "CLUSTER", "REPLICATE", id).Err() == nil })
+			err = awaitFiles(ctx, dirs(n), func() bool { return nc.Do(ctx, "CLUSTER", "REPLICATE", id).Err() == nil })
 		}
 		mc.Close()
 		if err == nil {
-			err = poll(ctx, func() bool {
+			err = awaitFiles(ctx, dirs(n), func() bool {
 				info, err := nc.Info(ctx, "replication").Result()
 				return err == nil && strings.Contains(info, "master_link_status:up")
 			})
@@ -150,7 +150,7 @@ func StartCluster(tb testing.TB, masters, replicas int) *ClusterSet {
 		}
 	}
 	want := "cluster_known_nodes:" + strconv.Itoa(len(all))
-	err := poll(ctx, func() bool {
+	err := awaitFiles(ctx, dirs(all...), func() bool {
 		for _, n := range all {
 			nc := redis.NewClient(&redis.Options{Addr: n.addr(), MaxRetries: -1})
 			info, err := nc.ClusterInfo(ctx).Result()

@@ -9,15 +9,16 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 )
 
 // pgScript runs as the postgres user (or as this user when not root): it
 // makes a cluster in $2/data, starts postgres on 127.0.0.1:$3, prints
-// "ready" once it accepts connections, then waits for its stdin to close
-// — which happens when the test binary exits, however it exits — and stops
-// postgres (immediate shutdown) and removes $2. It is not killed with its
-// parent, so that it can clean up.
+// postgres's pid, then waits for its stdin to close — which happens when
+// the test binary exits, however it exits — and stops postgres (immediate
+// shutdown) and removes $2. It is not killed with its parent, so that it
+// can clean up. The caller learns that postgres is ready from its log.
 const pgScript = `bin=$1 dir=$2 port=$3
 exec 2>>"$dir/setup.log"
 "$bin/initdb" -D "$dir/data" -U postgres -A trust -E UTF8 --no-locale >>"$dir/setup.log" || exit 1
@@ -25,16 +26,15 @@ exec 2>>"$dir/setup.log"
 	-c unix_socket_directories="$dir" -c fsync=off -c synchronous_commit=off \
 	-c full_page_writes=off -c max_connections=200 >>"$dir/pg.log" 2>&1 </dev/null &
 pg=$!
-until "$4" -q -h 127.0.0.1 -p "$port"; do
-	kill -0 "$pg" 2>/dev/null || exit 1
-	sleep 0.05
-done
-echo ready
+echo "$pg"
 cat >/dev/null
 kill -QUIT "$pg"
 wait "$pg"
 cd / && rm -rf "$dir"
 `
+
+// pgReady is what postgres logs once it accepts connections.
+const pgReady = "database system is ready to accept connections"
 
 // pgProc is a PostgreSQL cluster that this test binary started.
 type pgProc struct {
@@ -58,19 +58,13 @@ func startPostgres() (*pgProc, error) {
 	if err != nil {
 		return nil, err
 	}
-	isready := filepath.Join(bin, "pg_isready")
-	if _, err := os.Stat(isready); err != nil {
-		if isready, err = exec.LookPath("pg_isready"); err != nil {
-			return nil, fmt.Errorf("pg_isready %w next to %s or on PATH", errNotInstalled, bin)
-		}
-	}
 	cred, uid, gid, err := postgresCredential()
 	if err != nil {
 		return nil, err
 	}
 	var last error
 	for range 3 {
-		g, err := tryPostgres(bin, isready, cred, uid, gid)
+		g, err := tryPostgres(bin, cred, uid, gid)
 		if err == nil {
 			return g, nil
 		}
@@ -79,7 +73,7 @@ func startPostgres() (*pgProc, error) {
 	return nil, last
 }
 
-func tryPostgres(bin, isready string, cred credential, uid, gid int) (*pgProc, error) {
+func tryPostgres(bin string, cred credential, uid, gid int) (*pgProc, error) {
 	dir, err := os.MkdirTemp("", "distsem-pg-")
 	if err != nil {
 		return nil, err
@@ -107,7 +101,7 @@ func tryPostgres(bin, isready string, cred credential, uid, gid int) (*pgProc, e
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	cmd := exec.Command("/bin/sh", "-c", pgScript, "sh", bin, dir, strconv.Itoa(port), isready)
+	cmd := exec.Command("/bin/sh", "-c", pgScript, "sh", bin, dir, strconv.Itoa(port))
 	cmd.Dir = "/"
 	cmd.Stdin, cmd.Stdout = lifeR, outW
 	p, err := startProc(cmd, 0, cred)
@@ -120,13 +114,22 @@ func tryPostgres(bin, isready string, cred credential, uid, gid int) (*pgProc, e
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	_ = outR.SetReadDeadline(time.Now().Add(2 * time.Minute))
+	// initdb and the start of postgres: generous, for a loaded CI machine.
+	const budget = 2 * time.Minute
+	deadline := time.Now().Add(budget)
+	_ = outR.SetReadDeadline(deadline)
 	line, err := bufio.NewReader(outR).ReadString('\n')
 	outR.Close()
-	if err != nil || line != "ready\n" {
+	pid, perr := strconv.Atoi(strings.TrimSpace(line))
+	if err == nil && perr == nil {
+		err = waitLog(pid, func() bool { return processExists(pid) }, filepath.Join(dir, "pg.log"), 0, pgReady, time.Until(deadline))
+	} else if err == nil {
+		err = perr
+	}
+	if err != nil {
 		msg := tail(filepath.Join(dir, "setup.log")) + " | " + tail(filepath.Join(dir, "pg.log"))
 		g.stop()
-		return nil, fmt.Errorf("postgres on port %d did not start: %s", port, msg)
+		return nil, fmt.Errorf("postgres on port %d did not start (%v): %s", port, err, msg)
 	}
 	return g, nil
 }

@@ -67,28 +67,18 @@ func (p *proc) signalAndWait(sig syscall.Signal, d time.Duration) {
 		return
 	}
 	_ = syscall.Kill(p.pid, sig)
-	deadline := time.Now().Add(d)
-	for p.alive() {
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(p.pid, syscall.SIGKILL)
-			p.wait()
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !p.waitExit(d) {
+		_ = syscall.Kill(p.pid, syscall.SIGKILL)
+		p.wait()
 	}
 }
 
 // waitOrKillGroup waits up to d for the process to exit on its own, then
 // kills its whole process group and reaps it.
 func (p *proc) waitOrKillGroup(d time.Duration) {
-	deadline := time.Now().Add(d)
-	for p.alive() {
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(-p.pid, syscall.SIGKILL)
-			p.wait()
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !p.waitExit(d) {
+		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+		p.wait()
 	}
 }
 

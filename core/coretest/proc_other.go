@@ -3,6 +3,7 @@
 package coretest
 
 import (
+	"context"
 	"os/exec"
 	"syscall"
 	"time"
@@ -15,7 +16,7 @@ const autostartSupported = false
 
 type credential = any
 
-type proc struct{}
+type proc struct{ pid int }
 
 func startProc(*exec.Cmd, syscall.Signal, credential) (*proc, error) {
 	return nil, errUnsupportedOS
@@ -32,3 +33,11 @@ func postgresCredential() (credential, int, int, error) {
 }
 
 func processExists(int) bool { return true }
+
+var errExited, errNoSignal error
+
+func waitLog(int, func() bool, string, int64, string, time.Duration) error { return errUnsupportedOS }
+
+func fileSize(string) int64 { return 0 }
+
+func awaitFiles(context.Context, []string, func() bool) error { return errUnsupportedOS }

@@ -1,7 +1,6 @@
 package coretest
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"net"
@@ -34,11 +33,10 @@ type RedisServer struct {
 
 // StartRedis starts a redis-server with the default arguments followed by
 // args (later ones win, as on redis-server's command line), and returns
-// once it answers PING on Addr's plain port (PONG, or NOAUTH under
-// --requirepass). Keep that port: a server that also listens with
-// --tls-port is ready once the plain port answers. It skips the test when redis-server is not on PATH,
-// or fails it when CI is set; it fails the test when the server does not
-// start. The server is stopped, and its directory removed, when the test
+// once the server logs "Ready to accept connections", which it does once
+// it listens on all its ports (also --tls-port). It skips the test when
+// redis-server is not on PATH, or fails it when CI is set; it fails the
+// test when the server does not start. The server is stopped, and its directory removed, when the test
 // and its subtests complete.
 func StartRedis(tb testing.TB, args ...string) *RedisServer {
 	tb.Helper()
@@ -86,8 +84,9 @@ func (s *RedisServer) signal(sig syscall.Signal) {
 
 // Restart kills the server if it runs, then starts it again on the same
 // port with the same arguments and an empty data set (its directory is
-// emptied first), and returns once it answers PING. It fails the test when
-// the server does not come back within 10 seconds.
+// emptied first), and returns once it says it is ready, as StartRedis
+// does. It fails the test when the server does not come back within 10
+// seconds.
 func (s *RedisServer) Restart() {
 	s.tb.Helper()
 	s.mu.Lock()
@@ -183,25 +182,33 @@ func (r *redisProc) start() error {
 		argv = append(argv, "--enable-debug-command", "local")
 	}
 	argv = append(argv, r.args...)
+	logf := filepath.Join(r.dir, "redis.log")
+	off := fileSize(logf) // an earlier start's lines are not this one's
 	cmd := exec.Command(r.bin, argv...)
 	p, err := startProc(cmd, syscall.SIGKILL, nil)
 	if err != nil {
 		return err
 	}
 	r.p = p
-	deadline := time.Now().Add(10 * time.Second)
-	for !ping(r.addr()) {
-		if !p.alive() {
-			return fmt.Errorf("redis-server on port %d exited: %s", r.port, tail(filepath.Join(r.dir, "redis.log")))
-		}
-		if time.Now().After(deadline) {
-			r.kill()
-			return fmt.Errorf("redis-server on port %d did not answer PING within 10s", r.port)
-		}
-		time.Sleep(5 * time.Millisecond)
+	// The server's own signal: it logs this once it listens (a Sentinel
+	// once it runs its monitoring).
+	name, ready := "redis-server", "Ready to accept connections"
+	if filepath.Base(r.bin) == "redis-sentinel" {
+		name, ready = "redis-sentinel", "Sentinel ID is"
+	}
+	switch err := waitLog(p.pid, p.alive, logf, off, ready, readyTimeout); {
+	case errors.Is(err, errExited):
+		return fmt.Errorf("%s on port %d exited: %s", name, r.port, tail(logf))
+	case err != nil:
+		r.kill()
+		return fmt.Errorf("%s on port %d did not log %q within %v (%v): %s", name, r.port, ready, readyTimeout, err, tail(logf))
 	}
 	return nil
 }
+
+// readyTimeout bounds how long a starting redis-server may take to say it
+// is ready: generous, for a loaded CI machine.
+const readyTimeout = 10 * time.Second
 
 func (r *redisProc) kill() {
 	if r.p != nil {
@@ -244,22 +251,6 @@ func sweepStaleDirs() {
 			os.RemoveAll(dir)
 		}
 	}
-}
-
-// ping reports whether a Redis server at addr answers PING: with PONG, or
-// with NOAUTH when it was started with --requirepass.
-func ping(addr string) bool {
-	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-	if err != nil {
-		return false
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
-		return false
-	}
-	line, err := bufio.NewReader(c).ReadString('\n')
-	return err == nil && (strings.HasPrefix(line, "+PONG") || strings.HasPrefix(line, "-NOAUTH"))
 }
 
 // freePort returns a loopback port that was free a moment ago and, with

@@ -24,10 +24,12 @@ func runCommand(t *testing.T, args string) (code int, stdout, stderr string) {
 }
 
 // The command line follows Go's conventions: -h exits 0, a bad flag or
-// value is one line and exit 2 (never a panic), and grpc-load fails when
-// no call succeeds.
+// value is one line and exit 2 (never a panic), an unreachable -redis is
+// one line naming it and exit 1, and grpc-load fails when no call
+// succeeds.
 func TestCommandLine(t *testing.T) {
 	t.Parallel()
+	addr := clitest.ClosedAddr(t)
 	clitest.Check(t, mainEnv, "gateway", []clitest.Case{
 		{Args: "-h", Stderr: "", Code: 0},
 		{Args: "-limit 0", Stderr: "gateway: -limit 0: must be at least 1 (see gateway -h)\n", Code: 2},
@@ -42,9 +44,13 @@ func TestCommandLine(t *testing.T) {
 		{Args: "-bogus", Stderr: "gateway: flag provided but not defined: -bogus (see gateway -h)\n", Code: 2},
 		{Args: "serve", Stderr: `gateway: unexpected argument "serve" (see gateway -h)` + "\n", Code: 2},
 		{Args: "-redis localhost:6379", Stderr: `gateway: -redis "localhost:6379": redis: invalid URL scheme: localhost (see gateway -h)` + "\n", Code: 2},
+		{Args: "-failure-policy sometimes", Stderr: `gateway: -failure-policy "sometimes": want closed, open or local:K (K at least 1) (see gateway -h)` + "\n", Code: 2},
+		{Args: "-failure-policy local:0", Stderr: `gateway: -failure-policy "local:0": want closed, open or local:K (K at least 1) (see gateway -h)` + "\n", Code: 2},
+		// Redis unreachable under the default policy: no serving, one line.
+		{Args: "-addr " + addr + " -redis redis://" + addr,
+			Stderr: "gateway: redis " + addr + ": dial tcp " + addr + ": connect: connection refused\n", Code: 1},
 	})
 
-	addr := clitest.ClosedAddr(t)
 	code, stdout, stderr := runCommand(t, "-mode grpc-load -n 3 -c 2 -addr "+addr)
 	if code != 1 || !strings.HasPrefix(stderr, "gateway: all 3 calls failed; the first: ") || strings.Count(stderr, "\n") != 1 ||
 		!strings.Contains(stdout, "Unavailable        3") {

@@ -3,9 +3,12 @@ package main
 import (
 	"flag"
 	"io"
+	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/examples/internal/cli"
 )
 
@@ -33,6 +36,9 @@ func parseFlags(args []string, stdout io.Writer) (config, error) {
 	fs.Int64Var(&cfg.defLimit, "default-limit", 64, "in-flight limit of any other route; at least 1")
 	fs.DurationVar(&cfg.maxWait, "max-wait", 0, "how long a request may wait for a permit (0: reject at once)")
 	fs.IntVar(&cfg.maxWaiting, "max-waiting", 128, "how many requests of one route may wait in this process")
+	fs.StringVar(&cfg.policyName, "failure-policy", "closed", "while Redis is unreachable, a limited request is refused (closed: 503),\n"+
+		"not limited (open) or limited to K in flight per route in this process (local:K);\n"+
+		"with closed the gateway also refuses to start without Redis")
 	fs.IntVar(&cfg.n, "n", 40, "grpc-load: number of calls")
 	fs.IntVar(&cfg.c, "c", 10, "grpc-load: concurrent calls")
 	fs.Int64Var(&cfg.ms, "ms", 200, "grpc-load: milliseconds each call holds its permit")
@@ -62,10 +68,31 @@ func parseFlags(args []string, stdout io.Writer) (config, error) {
 	case cfg.ms < 0:
 		return cfg, cli.Usagef("-ms %d: must not be negative", cfg.ms)
 	}
+	var err error
+	if cfg.policy, err = parsePolicy(cfg.policyName); err != nil {
+		return cfg, err
+	}
 	if cfg.redisURL != "" {
 		if _, err := redis.ParseURL(cfg.redisURL); err != nil {
 			return cfg, cli.Usagef("-redis %q: %v", cfg.redisURL, err)
 		}
 	}
 	return cfg, nil
+}
+
+// parsePolicy reads -failure-policy: closed, open or local:K.
+func parsePolicy(s string) (core.FailurePolicy, error) {
+	switch s {
+	case "closed":
+		return core.FailClosed, nil
+	case "open":
+		return core.FailOpen, nil
+	}
+	if k, ok := strings.CutPrefix(s, "local:"); ok {
+		n, err := strconv.ParseInt(k, 10, 64)
+		if err == nil && n >= 1 && n <= core.MaxLimit {
+			return core.FailLocal(n), nil
+		}
+	}
+	return core.FailClosed, cli.Usagef("-failure-policy %q: want closed, open or local:K (K at least 1)", s)
 }

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,6 +14,9 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
+
+	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/examples/internal/clitest"
 )
 
 func TestMain(m *testing.M) {
@@ -94,4 +99,30 @@ func metrics(t *testing.T, url string) string {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
+}
+
+// Under -failure-policy open an unreachable -redis is a log line naming it,
+// not an error, and the routes are served without a limit.
+func TestServesWithoutRedisWhenOpen(t *testing.T) {
+	var logged bytes.Buffer
+	log.SetOutput(&logged)
+	defer log.SetOutput(os.Stderr)
+	addr := clitest.ClosedAddr(t)
+	cfg := config{mode: "http", redisURL: "redis://" + addr, policyName: "open", policy: core.FailOpen,
+		name: "gw", limit: 1, reportLimit: 1, defLimit: 8, maxWaiting: 8}
+	rdb, closeRedis, err := openRedis(t.Context(), cfg)
+	if err != nil {
+		t.Fatalf("openRedis with -failure-policy open: %v", err)
+	}
+	defer closeRedis()
+	if line := logged.String(); !strings.Contains(line, "redis "+addr+": ") || !strings.Contains(line, "connection refused") {
+		t.Errorf("logged %q, want a line naming %s and the refused connection", line, addr)
+	}
+	g := newGateway(cfg, rdb)
+	defer g.sem.Close()
+	rec := httptest.NewRecorder()
+	g.httpHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/work?ms=0", nil))
+	if rec.Code != http.StatusOK {
+		t.Errorf("GET /work without Redis, failing open: %d %q, want 200", rec.Code, rec.Body.String())
+	}
 }

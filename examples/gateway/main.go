@@ -21,11 +21,16 @@
 //
 // Without -redis the gateway starts an embedded miniredis on 127.0.0.1 and
 // prints its URL: start more gateways with -redis set to it and they share
-// the same limits.
+// the same limits. With -redis it first PINGs that server (once, within
+// 3s): if it does not answer, the gateway prints one line naming the
+// address and the cause and exits 1, since with the default
+// -failure-policy closed it could only refuse every limited request. With
+// -failure-policy open or local:K it logs that line and serves anyway.
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -54,7 +59,9 @@ type config struct {
 	defLimit    int64
 	maxWait     time.Duration
 	maxWaiting  int
-	n, c        int // grpc-load
+	policyName  string             // -failure-policy as given
+	policy      core.FailurePolicy // parsed from policyName
+	n, c        int                // grpc-load
 	ms          int64
 	verbose     bool
 }
@@ -79,7 +86,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer) error {
 	if cfg.mode == "grpc-load" {
 		return grpcLoad(ctx, cfg, stdout)
 	}
-	rdb, closeRedis, err := openRedis(cfg.redisURL)
+	rdb, closeRedis, err := openRedis(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -98,12 +105,23 @@ func run(ctx context.Context, cfg config, stdout io.Writer) error {
 	return fmt.Errorf("unknown -mode %q", cfg.mode)
 }
 
-// openRedis connects to url, or starts an embedded miniredis on loopback.
-func openRedis(url string) (*redis.Client, func(), error) {
-	if url != "" {
-		opt, err := redis.ParseURL(url)
+// redisCheckTimeout bounds the check of -redis at startup.
+const redisCheckTimeout = 3 * time.Second
+
+// openRedis connects to -redis and checks that it answers (see checkRedis),
+// or starts an embedded miniredis on loopback. An unreachable -redis is an
+// error under -failure-policy closed, and a log line under the others.
+func openRedis(ctx context.Context, cfg config) (*redis.Client, func(), error) {
+	if cfg.redisURL != "" {
+		opt, err := redis.ParseURL(cfg.redisURL)
 		if err != nil {
 			return nil, nil, fmt.Errorf("-redis: %w", err)
+		}
+		if err := checkRedis(ctx, cfg.redisURL, redisCheckTimeout); err != nil {
+			if cfg.policyName == "closed" || cfg.policyName == "" {
+				return nil, nil, err
+			}
+			log.Printf("%v; serving with -failure-policy %s until it answers", err, cfg.policyName)
 		}
 		rdb := redis.NewClient(opt)
 		return rdb, func() { rdb.Close() }, nil
@@ -115,6 +133,32 @@ func openRedis(url string) (*redis.Client, func(), error) {
 	log.Printf("embedded miniredis: start more gateways with -redis redis://%s to share its limits", m.Addr())
 	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	return rdb, func() { rdb.Close(); m.Close() }, nil
+}
+
+// checkRedis PINGs the server of url once, within timeout, on a client of
+// its own that neither retries the command nor the dial, so a refused
+// connection comes back at once with its cause. The error names the
+// server's address.
+func checkRedis(ctx context.Context, url string, timeout time.Duration) error {
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		return fmt.Errorf("-redis: %w", err)
+	}
+	opt.MaxRetries, opt.DialerRetries = -1, 1
+	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = timeout, timeout, timeout
+	opt.ContextTimeoutEnabled = true
+	probe := redis.NewClient(opt)
+	defer probe.Close()
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	err = probe.Ping(pctx).Err()
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded)):
+		return fmt.Errorf("redis %s: no answer within %v: %w", opt.Addr, timeout, err)
+	}
+	return fmt.Errorf("redis %s: %w", opt.Addr, err)
 }
 
 // newGateway builds the semaphores and metrics of every mode.
@@ -131,6 +175,7 @@ func newGateway(cfg config, rdb redis.UniversalClient) *gateway {
 	}
 	semCol := promsem.New(promsem.WithKeys(keys...))
 	sem := core.NewRedisKeyed(rdb, cfg.name, cfg.defLimit, core.WithLimits(limits),
+		core.WithFailurePolicy(cfg.policy),
 		core.WithObserver(semCol),
 		core.WithOnError(func(err error) { log.Printf("redis: %v", err) }))
 	col := promadmit.New(promadmit.WithKeys(keys...))

@@ -153,8 +153,8 @@ func setLimit(ctx context.Context, url, name string, limit int64, leased bool) e
 	}
 	client := redis.NewClient(opt)
 	defer client.Close()
-	// A first PING names the server in the error when it cannot be reached
-	// (the semaphore's own error says only that its operation timed out).
+	// A first PING names the server in the error when it cannot be reached,
+	// before any semaphore is made.
 	if err := client.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("redis %s: %w", opt.Addr, err)
 	}

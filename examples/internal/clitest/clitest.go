@@ -5,25 +5,37 @@ package clitest
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"net"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 )
+
+// runLimit bounds one run: a command that should have exited but serves
+// instead fails the test rather than hanging it.
+const runLimit = 2 * time.Minute
 
 // Run runs the test binary again with env=args (space-separated arguments
 // that the example's TestMain hands to main), and returns its exit code,
-// stdout and stderr.
+// stdout and stderr. A run still going after runLimit is killed and fails
+// the test.
 func Run(t *testing.T, env, args string) (code int, stdout, stderr string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	ctx, cancel := context.WithTimeout(t.Context(), runLimit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), env+"="+args)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
 	var exit *exec.ExitError
+	if ctx.Err() != nil {
+		t.Fatalf("%s=%q still running after %v: killed (stderr %q)", env, args, runLimit, errb.String())
+	}
 	if err != nil && !errors.As(err, &exit) {
 		t.Fatal(err)
 	}
