@@ -77,14 +77,15 @@ func (p *Proxy) SetDuplicate(on bool) {
 	p.dup = on
 }
 
-// duplicate sends b again on a side connection if duplicate delivery is on.
-func (p *Proxy) duplicate(b []byte) {
+// duplicating reports whether duplicate delivery is on.
+func (p *Proxy) duplicating() bool {
 	p.mu.Lock()
-	on := p.dup
-	p.mu.Unlock()
-	if !on {
-		return
-	}
+	defer p.mu.Unlock()
+	return p.dup
+}
+
+// duplicate sends b again on a side connection.
+func (p *Proxy) duplicate(b []byte) {
 	side, err := net.DialTimeout("tcp", p.upstream, 5*time.Second)
 	if err != nil {
 		return

@@ -87,13 +87,30 @@ func TestDuplicateSendsEachRequestTwice(t *testing.T) {
 	}
 	p.SetDuplicate(true)
 	roundTrip(t, c, r, "twice")
+	// The copy goes out after the original's reply may have come back:
+	// duplicate delivery is turned off only once both arrived.
+	lines := []string{next(t, got), next(t, got)}
 	p.SetDuplicate(false)
 	roundTrip(t, c, r, "once more")
-	var lines []string
-	for range 3 {
-		lines = append(lines, <-got)
-	}
+	lines = append(lines, next(t, got))
 	if lines[0] != "twice\n" || lines[1] != "twice\n" || lines[2] != "once more\n" {
 		t.Fatalf("upstream got %q, want the duplicated request twice, then the next once", lines)
+	}
+	select {
+	case line := <-got:
+		t.Fatalf("upstream got %q after duplicate delivery was turned off", line)
+	default:
+	}
+}
+
+// next returns the next line the upstream got, failing after 10s.
+func next(t *testing.T, got <-chan string) string {
+	t.Helper()
+	select {
+	case line := <-got:
+		return line
+	case <-time.After(10 * time.Second):
+		t.Fatal("the upstream got no line within 10s")
+		return ""
 	}
 }

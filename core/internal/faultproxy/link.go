@@ -117,10 +117,13 @@ func (p *Proxy) write(l *link, dst net.Conn, q <-chan chunk, d Direction) {
 			default:
 			}
 		}
+		// Whether to send a copy is decided before the chunk goes out, so
+		// that a SetDuplicate after its reply came back does not apply to it.
+		dup := d == Upstream && p.duplicating()
 		if _, err := dst.Write(c.b); err != nil {
 			return
 		}
-		if d == Upstream {
+		if dup {
 			p.duplicate(c.b)
 		}
 	}
