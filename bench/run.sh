@@ -8,7 +8,7 @@
 #   REPS=5 DURATION=10s OUT=/tmp/x bench/run.sh   # REPS: core parts; GREPS (default 1): growth parts
 #
 # Parts. Core (issue 2; distsem beside the seed's design):
-#   util procs uncontended burst handoff reference evalsha local
+#   util util1 procs uncontended burst handoff reference evalsha local
 # Peers and growth curves (issue 11 §3; distsem, its leased mode, the
 # seed, go-redsync/redsync, bsm/redislock, and the in-process bound
 # core.Local and x/sync):
@@ -33,7 +33,7 @@ REPS=${REPS:-3}
 SCALE=${SCALE:-full}
 DURATION=${DURATION:-5s}
 OUT=${OUT:-$(mktemp -d /tmp/distsem-bench.XXXXXX)}
-CORE_PARTS="util procs uncontended burst handoff reference evalsha local"
+CORE_PARTS="util util1 procs uncontended burst handoff reference evalsha local"
 GROWTH_PARTS="peers growth-procs growth-waiters growth-sems cluster"
 ONLY=${ONLY:-"$CORE_PARTS $GROWTH_PARTS plots"}
 PORTS=${PORTS:-$(seq 6430 6439)}
@@ -115,7 +115,7 @@ run() { # label backend flags... (on the standalone server unless flags say -clu
 
 # ---- core (issue 2): distsem and the seed, interleaved
 SHA=$(redis-cli -p "$PORT" script load "return 1")
-if any_of util procs uncontended burst handoff reference evalsha; then
+if any_of util util1 procs uncontended burst handoff reference evalsha; then
 	for rep in $(seq "$REPS"); do
 		echo "---- repetition $rep"
 		for b in distsem seed; do
@@ -134,6 +134,9 @@ if any_of util procs uncontended burst handoff reference evalsha; then
 			fi
 			if want handoff; then
 				run handoff-limit1 "$b" -limit 1 -procs 4 -workers 8 -hold 1ms
+			fi
+			if want util1; then
+				run util-l1 "$b" -limit 1 -procs 4 -workers 16 -hold 1ms
 			fi
 		done
 		if want reference; then

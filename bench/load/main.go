@@ -187,6 +187,9 @@ type result struct {
 	CPUWorkers float64 `json:"cpu_workers"`
 	CPURedis   float64 `json:"cpu_redis"`
 	CPUOther   float64 `json:"cpu_other"`
+	// Redis INFO commandstats over the run (standalone server only).
+	CmdsPerAcq  float64 `json:"cmds_per_acq,omitempty"`
+	UsecPerEval float64 `json:"usec_per_evalsha,omitempty"`
 	analyze.Report
 }
 
@@ -265,10 +268,12 @@ func parent(c config) error {
 	}
 	time.Sleep(time.Until(time.Unix(0, start)))
 	cpu0 := sampleCPU(c.redisPID)
+	cmd0 := sampleCommands(c)
 	var errCount int64
 	var events []analyze.Event
 	var workerCPU time.Duration
 	var cpu1 cpuSample
+	var cmd1 cmdSample
 	var wall time.Duration
 	for i, p := range procs {
 		if p.lines.Scan() {
@@ -281,6 +286,7 @@ func parent(c config) error {
 		}
 		if i == len(procs)-1 {
 			cpu1 = sampleCPU(c.redisPID)
+			cmd1 = sampleCommands(c)
 			wall = time.Since(time.Unix(0, start))
 		}
 		f, err := os.Open(p.out)
@@ -311,6 +317,15 @@ func parent(c config) error {
 		served[[2]int32{e.Proc, e.Gor}] = true
 	}
 	starved := len(workers) - len(served)
+	// Every grant after the start counts: the commands were counted from
+	// the start to the last worker's exit.
+	grants := 0
+	for _, e := range events {
+		if e.Grant >= start {
+			grants++
+		}
+	}
+	cmdsPerAcq, usecPerEval := commandCost(cmd0, cmd1, grants)
 
 	// With -sems N the holders of N semaphores overlap: the limit checked
 	// on the merged timeline is then N × limit.
@@ -332,6 +347,9 @@ func parent(c config) error {
 	}
 	rep.Print(os.Stdout)
 	fmt.Printf("cpu (cores busy): machine %.2f = workers %.2f + redis %.2f + other %.2f\n", cpuMachine, cpuWorkers, cpuRedis, cpuOther)
+	if cmdsPerAcq > 0 {
+		fmt.Printf("redis: %.1f commands per acquisition (INFO commandstats, all commands), %.2f µs per EVALSHA\n", cmdsPerAcq, usecPerEval)
+	}
 	if c.results != "" {
 		f, err := os.OpenFile(c.results, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 		if err != nil {
@@ -343,6 +361,7 @@ func parent(c config) error {
 			Limit: c.limit, Hold: c.hold, Duration: c.duration, Errors: errCount, Report: rep,
 			Sems: c.sems, Cluster: c.cluster != "", Starved: starved,
 			CPUMachine: cpuMachine, CPUWorkers: cpuWorkers, CPURedis: cpuRedis, CPUOther: cpuOther,
+			CmdsPerAcq: cmdsPerAcq, UsecPerEval: usecPerEval,
 		})
 		if _, err := fmt.Fprintf(f, "%s\n", b); err != nil {
 			return err

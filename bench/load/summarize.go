@@ -47,6 +47,8 @@ var metrics = []metric{
 	{"CPU other jobs (cores)", func(r result) float64 { return r.CPUOther }, "%.2f"},
 	{"CPU redis-server (cores)", func(r result) float64 { return r.CPURedis }, "%.2f"},
 	{"CPU workers (cores)", func(r result) float64 { return r.CPUWorkers }, "%.2f"},
+	{"Redis commands per acquisition", func(r result) float64 { return r.CmdsPerAcq }, "%.1f"},
+	{"server µs per EVALSHA", func(r result) float64 { return r.UsecPerEval }, "%.2f"},
 	{"errors", func(r result) float64 { return float64(r.Errors) }, "%.0f"},
 }
 
