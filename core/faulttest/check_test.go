@@ -30,7 +30,7 @@ type redisState struct {
 // suite that knows the key layout of core/lua/lib.lua: prefix{name}:m is the
 // meta hash (field "used"), :hi maps holder id to "weight:token" (followed
 // by more ":"-separated fields on newer code), :q is the queue.
-func readState(ctx context.Context, c *redis.Client, prefix, name string) (redisState, error) {
+func readState(ctx context.Context, c redis.Cmdable, prefix, name string) (redisState, error) {
 	tag := prefix + "{" + name + "}:"
 	var st redisState
 	used, err := c.HGet(ctx, tag+"m", "used").Int64()

@@ -32,7 +32,7 @@ else
     -- Probe first (before any write): with no subscriber of the caller's
     -- channel here, its subscription is on another server (a demoted
     -- master) and the caller must subscribe again.
-    if ARGV[8] == '1' and redis.call('PUBLISH', mychan, '') == 0 then deaf = 1 end
+    if ARGV[8] == '1' and publish(mychan, '') == 0 then deaf = 1 end
     if free then new_keys(Q, QI, QE) end -- an empty zset does not exist
     local seq = redis.call('HINCRBY', M, 'qseq', 1)
     redis.call('ZADD', Q, seq, id)

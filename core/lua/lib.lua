@@ -157,6 +157,14 @@ local function hold(id, w, ttl)
   return tok
 end
 
+-- On Cluster a process's channel carries the semaphore's {hash tag}: it is a
+-- shard channel of this slot, and SPUBLISH counts exactly the subscribers of
+-- the shard (PUBLISH counts those of this node only).
+local function publish(ch, msg)
+  if string.find(ch, '{', 1, true) then return redis.call('SPUBLISH', ch, msg) end
+  return redis.call('PUBLISH', ch, msg)
+end
+
 -- Grant to the head of the queue while it fits (strict FIFO: a head that
 -- does not fit blocks everyone behind it). A head heavier than the limit
 -- can never fit and is told so with token -1.
@@ -187,7 +195,7 @@ local function grant()
       -- (its connection closed), so skip the waiter instead of granting a
       -- permit that nobody will use for a whole lease.
       local t = math.max(tok + 1, now_us)
-      if redis.call('PUBLISH', ch, id .. ':' .. int(t) .. ':' .. int(now_us)) > 0 then
+      if publish(ch, id .. ':' .. int(t) .. ':' .. int(now_us)) > 0 then
         hold(id, w, tonumber(ttl))
       end
     end
@@ -227,7 +235,7 @@ local function finish()
     if ch == mychan then
       mine = l
     else
-      redis.call('PUBLISH', ch, table.concat(l, ','))
+      publish(ch, table.concat(l, ','))
     end
   end
   return mine

@@ -1,0 +1,301 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// On Redis Cluster, PUBLISH reaches every node but counts only the
+// subscribers of the node that ran it, so a grant could not tell that the
+// waiter's process is gone (issue 7, defect 8). So each semaphore has its
+// own channel for this process, "<prefix>notify:{name}:<process>", a shard
+// channel in the semaphore's slot: the scripts SPUBLISH on it, and its
+// count is that of the shard's subscribers, exact since the process
+// subscribes on the shard's master. The process keeps one connection per
+// master (not per semaphore), with SSUBSCRIBE for each semaphore it waited
+// on within the last lease TTL; the follower (redis_follow.go) remakes the
+// whole set after a connection error, a failover or a slot move.
+
+// sub is this process's subscription: one PubSub on its channel, or on
+// Cluster one per master, with has giving the connection of each confirmed
+// shard channel and pending the channels awaiting confirmation. Its maps
+// are guarded by b.mu.
+type sub struct {
+	ps      []*redis.PubSub
+	byAddr  map[string]*redis.PubSub // Cluster: master address -> its PubSub
+	has     map[string]*redis.PubSub
+	pending map[string]chan struct{}
+}
+
+// errReplaced: the subscription was remade while a shard channel was being
+// added to it; the caller adds it to the new one.
+var errReplaced = errors.New("subscription replaced")
+
+// shardWant is a shard channel in use: its semaphore, and when a wait last
+// needed it.
+type shardWant struct {
+	s    *Redis
+	last time.Time
+}
+
+// start runs one receive loop per connection of sc. b.mu must be held.
+func (sc *sub) start(b *redisBackend) {
+	for _, ps := range sc.ps {
+		b.wg.Add(1)
+		go b.receive(sc, ps)
+	}
+}
+
+// abandon wakes the addShard calls waiting on sc, which was replaced or
+// closed. b.mu must be held.
+func (sc *sub) abandon() {
+	for ch, ready := range sc.pending {
+		delete(sc.pending, ch)
+		close(ready)
+	}
+}
+
+func (sc *sub) close() error {
+	var first error
+	for _, ps := range sc.ps {
+		if err := ps.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+func (b *redisBackend) currentSub() *sub {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.pubsub
+}
+
+// wantShard marks s's shard channel as in use now. b.mu must be held.
+func (b *redisBackend) wantShard(s *Redis) {
+	if w := b.want[s.notify]; w != nil {
+		w.last = time.Now()
+		return
+	}
+	b.want[s.notify] = &shardWant{s: s, last: time.Now()}
+}
+
+// newShardSub subscribes every shard channel in use, each on the master of
+// its slot (one connection per master), and waits for Redis to confirm
+// them all.
+func (b *redisBackend) newShardSub(ctx context.Context) (*sub, error) {
+	cc := b.client.(*redis.ClusterClient)
+	b.mu.Lock()
+	chans := make([]string, 0, len(b.want))
+	for ch := range b.want {
+		chans = append(chans, ch)
+	}
+	b.mu.Unlock()
+	sc := &sub{byAddr: make(map[string]*redis.PubSub), has: make(map[string]*redis.PubSub), pending: make(map[string]chan struct{})}
+	nodes := make(map[string]*redis.Client)
+	groups := make(map[string][]string)
+	for _, ch := range chans {
+		n, err := cc.MasterForKey(ctx, ch)
+		if err != nil {
+			b.reloadSlots()
+			return nil, err
+		}
+		a := n.Options().Addr
+		nodes[a] = n
+		groups[a] = append(groups[a], ch)
+	}
+	for a, chs := range groups {
+		ps, err := b.shardPubSub(ctx, nodes[a], chs)
+		if err != nil {
+			_ = sc.close()
+			b.reloadSlots()
+			return nil, fmt.Errorf("subscribe on %s: %w", a, err)
+		}
+		sc.ps = append(sc.ps, ps)
+		sc.byAddr[a] = ps
+		for _, ch := range chs {
+			sc.has[ch] = ps
+		}
+	}
+	return sc, nil
+}
+
+// shardPubSub subscribes chans on node, one SSUBSCRIBE each (channels of
+// different slots may not share one), and reads the confirmations, within
+// ctx. Nobody else reads the connection yet.
+func (b *redisBackend) shardPubSub(ctx context.Context, node *redis.Client, chans []string) (*redis.PubSub, error) {
+	ps := node.SSubscribe(ctx)
+	fail := func(err error) (*redis.PubSub, error) {
+		_ = ps.Close()
+		return nil, err
+	}
+	for _, ch := range chans {
+		if err := ps.SSubscribe(ctx, ch); err != nil {
+			return fail(err)
+		}
+	}
+	for range chans {
+		wait := b.cfg.fault.opTimeout
+		if d, ok := ctx.Deadline(); ok {
+			wait = time.Until(d)
+		}
+		m, err := ps.ReceiveTimeout(ctx, max(wait, time.Millisecond))
+		if err != nil {
+			return fail(err)
+		}
+		if c, ok := m.(*redis.Subscription); !ok || c.Kind != "ssubscribe" {
+			return fail(fmt.Errorf("unexpected reply %v to SSUBSCRIBE", m))
+		}
+	}
+	return ps, nil
+}
+
+// addShards subscribes s's shard channel, on the current subscription (made
+// if there is none), within ctx.
+func (b *redisBackend) addShards(ctx context.Context, s *Redis) error {
+	for {
+		b.mu.Lock()
+		sc := b.pubsub
+		done := sc != nil && sc.has[s.notify] != nil
+		b.mu.Unlock()
+		if done {
+			return nil
+		}
+		if sc == nil {
+			return errReplaced // subscribe makes it
+		}
+		if err := b.addShard(ctx, sc, s.notify); err != errReplaced || ctx.Err() != nil {
+			return err
+		}
+	}
+}
+
+// addShard subscribes ch on sc, on the master of ch's slot (a new
+// connection if sc has none there), and waits for the confirmation, which
+// the receive loop of that connection reports (shardEvent), within ctx.
+func (b *redisBackend) addShard(ctx context.Context, sc *sub, ch string) error {
+	n, err := b.client.(*redis.ClusterClient).MasterForKey(ctx, ch)
+	if err != nil {
+		b.reloadSlots()
+		return err
+	}
+	a := n.Options().Addr
+	b.mu.Lock()
+	if b.closed || b.pubsub != sc {
+		b.mu.Unlock()
+		return errReplaced
+	}
+	ps := sc.byAddr[a]
+	ready := make(chan struct{})
+	if ps != nil {
+		sc.pending[ch] = ready
+	}
+	b.mu.Unlock()
+	if ps == nil {
+		ps, err := b.shardPubSub(ctx, n, []string{ch})
+		if err != nil {
+			b.reloadSlots()
+			return err
+		}
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.closed || b.pubsub != sc || sc.byAddr[a] != nil {
+			_ = ps.Close()
+			return errReplaced
+		}
+		sc.ps = append(sc.ps, ps)
+		sc.byAddr[a] = ps
+		sc.has[ch] = ps
+		b.wg.Add(1)
+		go b.receive(sc, ps)
+		return nil
+	}
+	if err := ps.SSubscribe(ctx, ch); err != nil {
+		return err
+	}
+	select {
+	case <-ready:
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.pubsub != sc || sc.has[ch] == nil {
+			return errReplaced
+		}
+		return nil
+	case <-ctx.Done():
+		// A MOVED reply (a stale slot map) ends the receive loop's read
+		// with an error, which remakes the subscription.
+		b.mu.Lock()
+		if sc.pending[ch] == ready {
+			delete(sc.pending, ch)
+		}
+		b.mu.Unlock()
+		return ctx.Err()
+	}
+}
+
+// shardEvent handles a subscription message on one of sc's connections: a
+// confirmation that addShard waits for, or a master that gave up the slot
+// of a channel in use (the slot moved): then the subscription is remade
+// on the new slot map.
+func (b *redisBackend) shardEvent(sc *sub, ps *redis.PubSub, m *redis.Subscription) {
+	b.mu.Lock()
+	moved := false
+	switch m.Kind {
+	case "ssubscribe":
+		if ready := sc.pending[m.Channel]; ready != nil {
+			delete(sc.pending, m.Channel)
+			sc.has[m.Channel] = ps
+			close(ready)
+		}
+	case "sunsubscribe":
+		if sc.pending[m.Channel] == nil && b.want[m.Channel] != nil {
+			delete(sc.has, m.Channel)
+			moved = b.pubsub == sc
+		}
+	}
+	b.mu.Unlock()
+	if moved {
+		b.reloadSlots()
+		b.resubscribe(sc)
+	}
+}
+
+// sweepShards unsubscribes, at most once per lease TTL, the shard channels
+// that no wait needed for a lease TTL and whose semaphore has no permit or
+// waiter tracked here, so that a process subscribes only the semaphores in
+// use (keyed semaphores: not one channel per key ever used).
+func (b *redisBackend) sweepShards() {
+	now := time.Now()
+	b.mu.Lock()
+	if now.Sub(b.lastSweep) < b.cfg.leaseTTL {
+		b.mu.Unlock()
+		return
+	}
+	b.lastSweep = now
+	sc := b.pubsub
+	type drop struct {
+		ps *redis.PubSub
+		ch string
+	}
+	var drops []drop
+	for ch, w := range b.want {
+		if now.Sub(w.last) < b.cfg.leaseTTL || b.sems[w.s] != nil {
+			continue
+		}
+		delete(b.want, ch)
+		if sc != nil && sc.has[ch] != nil {
+			drops = append(drops, drop{sc.has[ch], ch})
+			delete(sc.has, ch)
+		}
+	}
+	b.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.fault.opTimeout)
+	defer cancel()
+	for _, d := range drops {
+		_ = d.ps.SUnsubscribe(ctx, d.ch) // one per channel: slots differ
+	}
+}
