@@ -69,16 +69,10 @@ func (sc *sub) close() error {
 	return first
 }
 
-func (b *redisBackend) currentSub() *sub {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.pubsub
-}
-
 // wantShard marks s's shard channel as in use now. b.mu must be held.
 func (b *redisBackend) wantShard(s *Redis) {
 	if w := b.want[s.notify]; w != nil {
-		w.last = time.Now()
+		w.s, w.last = s, time.Now() // s: a keyed entry may be made anew
 		return
 	}
 	b.want[s.notify] = &shardWant{s: s, last: time.Now()}
