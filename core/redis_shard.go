@@ -29,6 +29,7 @@ type sub struct {
 	byAddr  map[string]*redis.PubSub // Cluster: master address -> its PubSub
 	has     map[string]*redis.PubSub
 	pending map[string]chan struct{}
+	moving  bool // a master gave up the slot of a channel in use
 }
 
 // errReplaced: the subscription was remade while a shard channel was being
@@ -80,13 +81,35 @@ func (b *redisBackend) wantShard(s *Redis) {
 
 // newShardSub subscribes every shard channel in use, each on the master of
 // its slot (one connection per master), and waits for Redis to confirm
-// them all.
+// them all. It tries again every 50 ms within ctx: after a slot move or a
+// failover, the slot map reloads in the background.
 func (b *redisBackend) newShardSub(ctx context.Context) (*sub, error) {
+	for {
+		sc, err := b.tryShardSub(ctx)
+		if err == nil {
+			return sc, nil
+		}
+		t := time.NewTimer(50 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-b.stop:
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+	}
+}
+
+func (b *redisBackend) tryShardSub(ctx context.Context) (*sub, error) {
 	cc := b.client.(*redis.ClusterClient)
 	b.mu.Lock()
 	chans := make([]string, 0, len(b.want))
-	for ch := range b.want {
+	key := make(map[string]string, len(b.want)) // channel -> a key of its slot
+	for ch, w := range b.want {
 		chans = append(chans, ch)
+		key[ch] = w.s.keys[0]
 	}
 	b.mu.Unlock()
 	sc := &sub{byAddr: make(map[string]*redis.PubSub), has: make(map[string]*redis.PubSub), pending: make(map[string]chan struct{})}
@@ -104,6 +127,12 @@ func (b *redisBackend) newShardSub(ctx context.Context) (*sub, error) {
 	}
 	for a, chs := range groups {
 		ps, err := b.shardPubSub(ctx, nodes[a], chs)
+		if err == nil {
+			err = isMaster(ctx, nodes[a], key[chs[0]])
+			if err != nil {
+				_ = ps.Close()
+			}
+		}
 		if err != nil {
 			_ = sc.close()
 			b.reloadSlots()
@@ -148,6 +177,16 @@ func (b *redisBackend) shardPubSub(ctx context.Context, node *redis.Client, chan
 	return ps, nil
 }
 
+// isMaster checks that node is (still) the master of key's slot: a replica
+// accepts SSUBSCRIBE for its master's slots (a stale slot map after a
+// failover would put the subscription there), but SPUBLISH on the master
+// does not count it. A script that declares key is refused (MOVED) by a
+// replica, with only the rights of the minimum ACL. Once the check passes,
+// a demotion ends the subscription (SUNSUBSCRIBE), which the follower sees.
+func isMaster(ctx context.Context, node *redis.Client, key string) error {
+	return node.Eval(ctx, "return 1", []string{key}).Err()
+}
+
 // addShards subscribes s's shard channel, on the current subscription (made
 // if there is none), within ctx.
 func (b *redisBackend) addShards(ctx context.Context, s *Redis) error {
@@ -162,7 +201,7 @@ func (b *redisBackend) addShards(ctx context.Context, s *Redis) error {
 		if sc == nil {
 			return errReplaced // subscribe makes it
 		}
-		if err := b.addShard(ctx, sc, s.notify); err != errReplaced || ctx.Err() != nil {
+		if err := b.addShard(ctx, sc, s.notify, s.keys[0]); err != errReplaced || ctx.Err() != nil {
 			return err
 		}
 	}
@@ -171,7 +210,7 @@ func (b *redisBackend) addShards(ctx context.Context, s *Redis) error {
 // addShard subscribes ch on sc, on the master of ch's slot (a new
 // connection if sc has none there), and waits for the confirmation, which
 // the receive loop of that connection reports (shardEvent), within ctx.
-func (b *redisBackend) addShard(ctx context.Context, sc *sub, ch string) error {
+func (b *redisBackend) addShard(ctx context.Context, sc *sub, ch, key string) error {
 	n, err := b.client.(*redis.ClusterClient).MasterForKey(ctx, ch)
 	if err != nil {
 		b.reloadSlots()
@@ -191,6 +230,11 @@ func (b *redisBackend) addShard(ctx context.Context, sc *sub, ch string) error {
 	b.mu.Unlock()
 	if ps == nil {
 		ps, err := b.shardPubSub(ctx, n, []string{ch})
+		if err == nil {
+			if err = isMaster(ctx, n, key); err != nil {
+				_ = ps.Close()
+			}
+		}
 		if err != nil {
 			b.reloadSlots()
 			return err
@@ -248,14 +292,29 @@ func (b *redisBackend) shardEvent(sc *sub, ps *redis.PubSub, m *redis.Subscripti
 	case "sunsubscribe":
 		if sc.pending[m.Channel] == nil && b.want[m.Channel] != nil {
 			delete(sc.has, m.Channel)
-			moved = b.pubsub == sc
+			moved = b.pubsub == sc && !sc.moving
+			sc.moving = true
 		}
 	}
 	b.mu.Unlock()
-	if moved {
-		b.reloadSlots()
-		b.resubscribe(sc)
+	if !moved {
+		return
 	}
+	// resubscribe does nothing while one is made, or if one was made less
+	// than resubEvery ago: ask again until sc is replaced.
+	b.reloadSlots()
+	b.goBackground(func() {
+		t := time.NewTicker(resubEvery)
+		defer t.Stop()
+		for b.current(sc) {
+			b.resubscribe(sc)
+			select {
+			case <-b.stop:
+				return
+			case <-t.C:
+			}
+		}
+	})
 }
 
 // sweepShards unsubscribes, at most once per lease TTL, the shard channels

@@ -158,10 +158,11 @@ local function hold(id, w, ttl)
 end
 
 -- On Cluster a process's channel carries the semaphore's {hash tag}: it is a
--- shard channel of this slot, and SPUBLISH counts exactly the subscribers of
--- the shard (PUBLISH counts those of this node only).
+-- shard channel of this slot, and SPUBLISH counts the subscribers of this
+-- master (PUBLISH would count those of this node, not where they listen).
+local function is_shard(ch) return string.find(ch, '{', 1, true) ~= nil end
 local function publish(ch, msg)
-  if string.find(ch, '{', 1, true) then return redis.call('SPUBLISH', ch, msg) end
+  if is_shard(ch) then return redis.call('SPUBLISH', ch, msg) end
   return redis.call('PUBLISH', ch, msg)
 end
 
@@ -190,12 +191,17 @@ local function grant()
       note(ch, id, -1)
     elseif ch == mychan or check == '0' then
       note(ch, id, hold(id, w, tonumber(ttl)))
+    elseif is_shard(ch) then
+      -- A shard message also reaches the subscribers on the shard's
+      -- replicas, which SPUBLISH does not count: probe, and send the grant
+      -- (finish) only once it is held.
+      if publish(ch, '') > 0 then note(ch, id, hold(id, w, tonumber(ttl))) end
     else
       -- Publish first: no subscriber means the waiter's process is gone
       -- (its connection closed), so skip the waiter instead of granting a
       -- permit that nobody will use for a whole lease.
       local t = math.max(tok + 1, now_us)
-      if publish(ch, id .. ':' .. int(t) .. ':' .. int(now_us)) > 0 then
+      if redis.call('PUBLISH', ch, id .. ':' .. int(t) .. ':' .. int(now_us)) > 0 then
         hold(id, w, tonumber(ttl))
       end
     end
