@@ -14,7 +14,7 @@ import (
 
 // redisBackend is the per-process machinery shared by the Redis semaphores
 // of one constructor: one pub/sub subscription on this process's own
-// channel, and one loop that renews every lease and keeps every waiter
+// channel (on Cluster one per master, redis_shard.go), and one loop that renews every lease and keeps every waiter
 // alive. No goroutine runs until a permit is held or a waiter queues.
 type redisBackend struct {
 	client  redis.UniversalClient
