@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -88,6 +89,9 @@ func (b *redisBackend) newShardSub(ctx context.Context) (*sub, error) {
 		sc, err := b.tryShardSub(ctx)
 		if err == nil {
 			return sc, nil
+		}
+		if strings.Contains(err.Error(), "NOPERM") {
+			return nil, err // a missing right: no retry helps
 		}
 		t := time.NewTimer(50 * time.Millisecond)
 		select {

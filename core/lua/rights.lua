@@ -29,5 +29,9 @@ need('ZREMRANGEBYSCORE', QE, '-inf', '1')
 need('ZREM', Q, 'm')
 need('ZSCORE', H, 'm')
 need('PUBLISH', ARGV[1], '')
-if string.find(ARGV[1], '{', 1, true) then need('SPUBLISH', ARGV[1], '') end
+if string.find(ARGV[1], '{', 1, true) then -- a Cluster shard channel
+  need('SPUBLISH', ARGV[1], '')
+  need('SSUBSCRIBE', ARGV[1])
+  need('SUNSUBSCRIBE', ARGV[1])
+end
 return missing
