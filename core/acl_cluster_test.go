@@ -22,13 +22,13 @@ func TestACLEachClusterRightNeeded(t *testing.T) {
 	admin := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
 	t.Cleanup(func() { _ = admin.Close() })
 	all := strings.Fields(aclCommands + " " + aclClusterCommands)
-	for _, right := range []string{"+spublish", "+ssubscribe", "+sunsubscribe"} {
+	for _, right := range []string{"+spublish", "+pubsub|shardnumsub", "+ssubscribe", "+sunsubscribe"} {
 		cmd := strings.TrimPrefix(right, "+")
 		t.Run(cmd, func(t *testing.T) {
 			prefix := uniquePrefix(t)
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			user := "distsem-acl-cluster-no-" + cmd
+			user := "distsem-acl-cluster-no-" + strings.ReplaceAll(cmd, "|", "-")
 			args := []any{"ACL", "SETUSER", user, "reset", "on", ">pw", "resetkeys", "~" + prefix + "*",
 				"resetchannels", "&" + prefix + "notify:*", "-@all"}
 			for _, c := range all {

@@ -193,9 +193,11 @@ local function grant()
       note(ch, id, hold(id, w, tonumber(ttl)))
     elseif is_shard(ch) then
       -- A shard message also reaches the subscribers on the shard's
-      -- replicas, which SPUBLISH does not count: probe, and send the grant
-      -- (finish) only once it is held.
-      if publish(ch, '') > 0 then note(ch, id, hold(id, w, tonumber(ttl))) end
+      -- replicas, which SPUBLISH does not count: count this master's
+      -- subscribers, and send the grant (finish) only once it is held.
+      if redis.call('PUBSUB', 'SHARDNUMSUB', ch)[2] > 0 then
+        note(ch, id, hold(id, w, tonumber(ttl)))
+      end
     else
       -- Publish first: no subscriber means the waiter's process is gone
       -- (its connection closed), so skip the waiter instead of granting a
