@@ -14,8 +14,9 @@ import (
 
 // redisBackend is the per-process machinery shared by the Redis semaphores
 // of one constructor: one pub/sub subscription on this process's own
-// channel (on Cluster one per master, redis_shard.go), and one loop that renews every lease and keeps every waiter
-// alive. No goroutine runs until a permit is held or a waiter queues.
+// channel (on Cluster one per master, redis_shard.go), and one loop that
+// renews every lease and keeps every waiter alive. No goroutine runs until
+// a permit is held or a waiter queues.
 type redisBackend struct {
 	client  redis.UniversalClient
 	cfg     config
@@ -85,7 +86,7 @@ func newRedisBackend(client redis.UniversalClient, cfg config) *redisBackend {
 	cfg.fault = cfg.fault.resolve(cfg.leaseTTL)
 	// On Cluster, PUBLISH counts only the subscribers of the node that runs
 	// the script, so each semaphore gets its own shard channel, whose
-	// SPUBLISH counts the subscribers of the whole shard (redis_shard.go).
+	// subscribers its slot's master counts (redis_shard.go).
 	_, sharded := client.(*redis.ClusterClient)
 	return &redisBackend{
 		checkLive:   "1",
