@@ -50,10 +50,13 @@ func (b *redisBackend) subscribe(ctx context.Context, s *Redis) error {
 		b.sweepShards()
 		if err := b.addShards(ctx, s); err != errReplaced {
 			o := outcomeOK
-			if err != nil {
+			if err != nil && err != errMigrating {
 				o = outcomeFailed
 			}
 			b.brk.record(o, time.Now())
+			if err == errMigrating {
+				return nil // the wait goes on without it (errMigrating)
+			}
 			return err
 		}
 	}
@@ -125,6 +128,10 @@ func (b *redisBackend) receive(sc *sub, ps *redis.PubSub) {
 	backoff := 10 * time.Millisecond
 	for {
 		m, err := ps.Receive(ctx)
+		if b.sharded && midMigration(err) {
+			b.shardMigrating(sc) // a reply to addShard's SSUBSCRIBE
+			continue
+		}
 		if err != nil {
 			if !b.current(sc) {
 				return // replaced, or closed

@@ -32,13 +32,28 @@ type sub struct {
 	ps      []*redis.PubSub
 	byAddr  map[string]*redis.PubSub // Cluster: master address -> its PubSub
 	has     map[string]*redis.PubSub
-	pending map[string]chan struct{}
-	moving  bool // a master gave up the slot of a channel in use
+	pending map[string]chan error // buffered: nil once confirmed
+	moving  bool                  // a master gave up the slot of a channel in use
 }
 
 // errReplaced: the subscription was remade while a shard channel was being
 // added to it; the caller adds it to the new one.
 var errReplaced = errors.New("subscription replaced")
+
+// errMigrating: a shard channel's slot is being migrated (ASK, TRYAGAIN),
+// so it cannot be subscribed now. The wait goes on without it: a grant
+// meanwhile skips the waiter, which queues again when its heartbeat finds
+// it gone (and the subscription is remade); the next wait subscribes it.
+var errMigrating = errors.New("slot migrating")
+
+// midMigration reports whether err is a reply for a slot in migration.
+func midMigration(err error) bool {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	return strings.HasPrefix(re.Error(), "ASK ") || strings.HasPrefix(re.Error(), "TRYAGAIN")
+}
 
 // shardWant is a shard channel in use: its semaphore, and when a wait last
 // needed it.
@@ -58,9 +73,14 @@ func (sc *sub) start(b *redisBackend) {
 // abandon wakes the addShard calls waiting on sc, which was replaced or
 // closed. b.mu must be held.
 func (sc *sub) abandon() {
+	sc.wake(errReplaced)
+}
+
+// wake ends the addShard calls waiting on sc with err. b.mu must be held.
+func (sc *sub) wake(err error) {
 	for ch, ready := range sc.pending {
 		delete(sc.pending, ch)
-		close(ready)
+		ready <- err
 	}
 }
 
@@ -119,7 +139,7 @@ func (b *redisBackend) tryShardSub(ctx context.Context) (*sub, error) {
 		key[ch] = w.s.keys[0]
 	}
 	b.mu.Unlock()
-	sc := &sub{byAddr: make(map[string]*redis.PubSub), has: make(map[string]*redis.PubSub), pending: make(map[string]chan struct{})}
+	sc := &sub{byAddr: make(map[string]*redis.PubSub), has: make(map[string]*redis.PubSub), pending: make(map[string]chan error)}
 	nodes := make(map[string]*redis.Client)
 	groups := make(map[string][]string)
 	for _, ch := range chans {
@@ -133,9 +153,12 @@ func (b *redisBackend) tryShardSub(ctx context.Context) (*sub, error) {
 		groups[a] = append(groups[a], ch)
 	}
 	for a, chs := range groups {
-		ps, err := b.shardPubSub(ctx, nodes[a], chs)
+		ps, got, err := b.shardPubSub(ctx, nodes[a], chs)
+		if err == nil && len(got) == 0 {
+			continue // every slot in migration
+		}
 		if err == nil {
-			err = isMaster(ctx, nodes[a], key[chs[0]])
+			err = isMaster(ctx, nodes[a], key[got[0]])
 			if err != nil {
 				_ = ps.Close()
 			}
@@ -147,7 +170,7 @@ func (b *redisBackend) tryShardSub(ctx context.Context) (*sub, error) {
 		}
 		sc.ps = append(sc.ps, ps)
 		sc.byAddr[a] = ps
-		for _, ch := range chs {
+		for _, ch := range got {
 			sc.has[ch] = ps
 		}
 	}
@@ -155,33 +178,44 @@ func (b *redisBackend) tryShardSub(ctx context.Context) (*sub, error) {
 }
 
 // shardPubSub subscribes chans on node, one SSUBSCRIBE each (channels of
-// different slots may not share one), and reads the confirmations, within
-// ctx. Nobody else reads the connection yet.
-func (b *redisBackend) shardPubSub(ctx context.Context, node *redis.Client, chans []string) (*redis.PubSub, error) {
+// different slots may not share one), reads the replies within ctx, and
+// returns the channels confirmed: all but those whose slot is in migration.
+// Nobody else reads the connection yet. With none confirmed, it closes ps.
+func (b *redisBackend) shardPubSub(ctx context.Context, node *redis.Client, chans []string) (*redis.PubSub, []string, error) {
 	ps := node.SSubscribe(ctx)
-	fail := func(err error) (*redis.PubSub, error) {
+	fail := func(err error) (*redis.PubSub, []string, error) {
 		_ = ps.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	for _, ch := range chans {
 		if err := ps.SSubscribe(ctx, ch); err != nil {
 			return fail(err)
 		}
 	}
+	var got []string
 	for range chans {
 		wait := b.cfg.fault.opTimeout
 		if d, ok := ctx.Deadline(); ok {
 			wait = time.Until(d)
 		}
 		m, err := ps.ReceiveTimeout(ctx, max(wait, time.Millisecond))
+		if midMigration(err) {
+			continue
+		}
 		if err != nil {
 			return fail(err)
 		}
-		if c, ok := m.(*redis.Subscription); !ok || c.Kind != "ssubscribe" {
+		c, ok := m.(*redis.Subscription)
+		if !ok || c.Kind != "ssubscribe" {
 			return fail(fmt.Errorf("unexpected reply %v to SSUBSCRIBE", m))
 		}
+		got = append(got, c.Channel)
 	}
-	return ps, nil
+	if len(got) == 0 {
+		_ = ps.Close()
+		return nil, nil, nil
+	}
+	return ps, got, nil
 }
 
 // isMaster checks that node is (still) the master of key's slot: a replica
@@ -190,6 +224,11 @@ func (b *redisBackend) shardPubSub(ctx context.Context, node *redis.Client, chan
 // does not count it. A script that declares key is refused (MOVED) by a
 // replica, with only the rights of the minimum ACL. Once the check passes,
 // a demotion ends the subscription (SUNSUBSCRIBE), which the follower sees.
+// ASK or TRYAGAIN (key missing from a slot in migration) come from the
+// master too.
 func isMaster(ctx context.Context, node *redis.Client, key string) error {
-	return node.Eval(ctx, "return 1", []string{key}).Err()
+	if err := node.Eval(ctx, "return 1", []string{key}).Err(); err != nil && !midMigration(err) {
+		return err
+	}
+	return nil
 }

@@ -47,13 +47,16 @@ func (b *redisBackend) addShard(ctx context.Context, sc *sub, ch, key string) er
 		return errReplaced
 	}
 	ps := sc.byAddr[a]
-	ready := make(chan struct{})
+	ready := make(chan error, 1)
 	if ps != nil {
 		sc.pending[ch] = ready
 	}
 	b.mu.Unlock()
 	if ps == nil {
-		ps, err := b.shardPubSub(ctx, n, []string{ch})
+		ps, got, err := b.shardPubSub(ctx, n, []string{ch})
+		if err == nil && len(got) == 0 {
+			return errMigrating
+		}
 		if err == nil {
 			if err = isMaster(ctx, n, key); err != nil {
 				_ = ps.Close()
@@ -80,7 +83,10 @@ func (b *redisBackend) addShard(ctx context.Context, sc *sub, ch, key string) er
 		return err
 	}
 	select {
-	case <-ready:
+	case err := <-ready:
+		if err != nil {
+			return err
+		}
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		if b.pubsub != sc || sc.has[ch] == nil {
@@ -89,7 +95,8 @@ func (b *redisBackend) addShard(ctx context.Context, sc *sub, ch, key string) er
 		return nil
 	case <-ctx.Done():
 		// A MOVED reply (a stale slot map) ends the receive loop's read
-		// with an error, which remakes the subscription.
+		// with an error, which remakes the subscription; ASK or TRYAGAIN
+		// (a slot in migration) ends this wait with errMigrating.
 		b.mu.Lock()
 		if sc.pending[ch] == ready {
 			delete(sc.pending, ch)
@@ -97,6 +104,14 @@ func (b *redisBackend) addShard(ctx context.Context, sc *sub, ch, key string) er
 		b.mu.Unlock()
 		return ctx.Err()
 	}
+}
+
+// shardMigrating ends the addShard calls waiting on sc with errMigrating:
+// one of their slots is in migration, and the reply does not say which.
+func (b *redisBackend) shardMigrating(sc *sub) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	sc.wake(errMigrating)
 }
 
 // shardEvent handles a subscription message on one of sc's connections: a
@@ -111,7 +126,7 @@ func (b *redisBackend) shardEvent(sc *sub, ps *redis.PubSub, m *redis.Subscripti
 		if ready := sc.pending[m.Channel]; ready != nil {
 			delete(sc.pending, m.Channel)
 			sc.has[m.Channel] = ps
-			close(ready)
+			ready <- nil
 		}
 	case "sunsubscribe":
 		if sc.pending[m.Channel] == nil && b.want[m.Channel] != nil {
