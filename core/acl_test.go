@@ -22,10 +22,15 @@ import (
 // aclCommands is the minimum set of Redis commands the library needs: the
 // commands its Lua scripts call, plus EVALSHA and EVAL to run them and
 // SUBSCRIBE for grant notifications. A Redis Cluster client also needs
-// +cluster|slots. Keys match "<prefix>*" and channels "<prefix>notify:*".
+// aclClusterCommands. Keys match "<prefix>*" and channels "<prefix>notify:*".
 // Keep it in step with the README's "Security" section; TestACLCommandsCoverScripts
 // fails when a script calls a command not listed here.
-const aclCommands = "+evalsha +eval +subscribe +time +hmget +hset +hget +hgetall +hdel +exists +get +set +del +pexpireat +persist +zadd +zcount +zrange +zrangebyscore +zremrangebyscore +zrem +zscore +publish"
+const aclCommands = "+evalsha +eval +subscribe +time +hmget +hset +hget +hgetall +hdel +exists +get +set +del +pexpireat +persist +zadd +zcount +zrange +zrangebyscore +zremrangebyscore +zrem +zscore +publish +pubsub|numsub"
+
+// aclClusterCommands are the further rights of a Cluster client: the slot
+// map, and sharded pub/sub (each semaphore's shard channel; issue 7,
+// defect 8).
+const aclClusterCommands = "+cluster|slots +spublish +pubsub|shardnumsub +ssubscribe +sunsubscribe"
 
 // TestACLCommandsCoverScripts derives the command list from the scripts.
 func TestACLCommandsCoverScripts(t *testing.T) {
@@ -35,7 +40,7 @@ func TestACLCommandsCoverScripts(t *testing.T) {
 		t.Fatal("no scripts found")
 	}
 	call := regexp.MustCompile(`redis\.call\(\s*'([A-Za-z]+)'`)
-	used := map[string]bool{"evalsha": true, "eval": true, "subscribe": true}
+	used := map[string]bool{"evalsha": true, "eval": true, "subscribe": true, "ssubscribe": true, "sunsubscribe": true}
 	for _, f := range files {
 		src, err := os.ReadFile(f)
 		ok(t, err)
@@ -43,7 +48,11 @@ func TestACLCommandsCoverScripts(t *testing.T) {
 			used[strings.ToLower(m[1])] = true
 		}
 	}
-	listed := strings.Fields(strings.ReplaceAll(aclCommands, "+", ""))
+	var listed []string // commands, without their subcommand
+	for _, c := range strings.Fields(aclCommands + strings.TrimPrefix(aclClusterCommands, "+cluster|slots")) {
+		c, _, _ = strings.Cut(strings.TrimPrefix(c, "+"), "|")
+		listed = append(listed, c)
+	}
 	for c := range used {
 		if !slices.Contains(listed, c) {
 			t.Errorf("the scripts call %s, which aclCommands (and the README) lack", c)
@@ -176,7 +185,7 @@ func TestACLMinimal(t *testing.T) {
 }
 
 // TestACLMinimalCluster runs a Cluster client as a user with the rights of
-// aclCommands plus +cluster|slots, set on every node.
+// aclCommands plus aclClusterCommands, set on every node.
 func TestACLMinimalCluster(t *testing.T) {
 	addrs := coretest.RedisClusterAddrs(t)
 	prefix := uniquePrefix(t)
@@ -186,8 +195,8 @@ func TestACLMinimalCluster(t *testing.T) {
 	t.Cleanup(func() { _ = admin.Close() })
 	user := "distsem-acl-" + strings.Trim(prefix, ":")
 	args := []any{"ACL", "SETUSER", user, "reset", "on", ">pw", "resetkeys", "~" + prefix + "*",
-		"resetchannels", "&" + prefix + "notify:*", "-@all", "+cluster|slots"}
-	for _, c := range strings.Fields(aclCommands) {
+		"resetchannels", "&" + prefix + "notify:*", "-@all"}
+	for _, c := range strings.Fields(aclCommands + " " + aclClusterCommands) {
 		args = append(args, c)
 	}
 	each := func(args ...any) error {

@@ -56,8 +56,9 @@
 //     golang.org/x/sync/semaphore, so none starves. TryAcquire never barges
 //     past a queued waiter.
 //   - No polling, no connection per waiter. A waiting Acquire holds no Redis
-//     connection; each process has one pub/sub connection. 10,000 waiters on
-//     a pool of 20 connections work.
+//     connection; each process has one pub/sub connection (on Cluster one
+//     per master, with a shard channel per semaphore waited on within the
+//     last lease TTL). 10,000 waiters on a pool of 20 connections work.
 //   - Leases. Every permit has a lease (WithDefaultLeaseTTL, default 10s),
 //     renewed every TTL/3 by one loop per process, each semaphore's renewal
 //     on its own so that a slow node delays only its semaphores. If a
@@ -163,8 +164,9 @@
 // again when their next heartbeat finds them gone. Releases lost the same
 // way would leave phantom holders that under-admit for up to a lease; so
 // each process follows the new primary with its grant subscription (a
-// queued acquire probes its own channel; on Cluster the subscription moves
-// to a live node and a refused connection reloads the slot map) and, when
+// queued acquire probes its own channel; on Cluster, where each semaphore
+// has a shard channel per process, the subscription follows each slot's
+// master and a refused connection reloads the slot map) and, when
 // the subscription moves, runs its releases of the last lease again (the
 // release script is idempotent). Slot migration replies (TRYAGAIN, MOVED,
 // ASK, and CLUSTERDOWN for up to 2 s) are retried within the caller's ctx.

@@ -13,6 +13,7 @@ type Redis struct {
 	b        *redisBackend
 	name     string
 	label    string // the name observers see: name, or the key of a keyed one
+	notify   string // channel of this process's grants (per semaphore on Cluster)
 	keys     []string
 	limit    int64 // configured; the limit stored in Redis wins
 	owned    bool  // Close closes b

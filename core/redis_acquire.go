@@ -38,7 +38,7 @@ func (s *Redis) acquire(ctx context.Context, try bool, opts []AcquireOption) (*P
 		}
 		return nil, fmt.Errorf("%w: %q", ErrNoPermit, s.name)
 	}
-	if err := s.b.listen(ctx); err != nil {
+	if err := s.b.listen(ctx, s); err != nil {
 		if ctx.Err() != nil {
 			return nil, ctxError(ctx, s.name)
 		}

@@ -14,12 +14,14 @@ import (
 
 // redisBackend is the per-process machinery shared by the Redis semaphores
 // of one constructor: one pub/sub subscription on this process's own
-// channel, and one loop that renews every lease and keeps every waiter
-// alive. No goroutine runs until a permit is held or a waiter queues.
+// channel (on Cluster one per master, redis_shard.go), and one loop that
+// renews every lease and keeps every waiter alive. No goroutine runs until
+// a permit is held or a waiter queues.
 type redisBackend struct {
 	client  redis.UniversalClient
 	cfg     config
-	channel string // where scripts publish this process's grants
+	channel string // where scripts publish this process's grants (standalone, Sentinel)
+	sharded bool   // Cluster: a shard channel per semaphore (redis_shard.go)
 	idBase  string // random per backend: ids are idBase + a counter
 	idSeq   atomic.Uint64
 
@@ -31,11 +33,12 @@ type redisBackend struct {
 	rightsOK    atomic.Bool   // the user's rights were checked (redis_rights.go)
 
 	mu     sync.Mutex
-	pubsub *redis.PubSub // nil until the first wait subscribes
-	// subAddr is the Cluster node of pubsub; resubbing, lastResub and
-	// lastReload bound how often the subscription moves and the slot map
-	// reloads (redis_follow.go).
-	subAddr    string
+	pubsub *sub // nil until the first wait subscribes
+	// want: on Cluster, the shard channels to subscribe, by channel
+	// (redis_shard.go). resubbing, lastResub and lastReload bound how often
+	// the subscription moves and the slot map reloads (redis_follow.go).
+	want       map[string]*shardWant
+	lastSweep  time.Time
 	resubbing  bool
 	lastResub  time.Time
 	lastReload time.Time
@@ -83,13 +86,13 @@ func newRedisBackend(client redis.UniversalClient, cfg config) *redisBackend {
 	id := rand.Text()
 	cfg.fault = cfg.fault.resolve(cfg.leaseTTL)
 	// On Cluster, PUBLISH counts only the subscribers of the node that runs
-	// the script, so it cannot tell that a process is gone.
-	check := "1"
-	if _, ok := client.(*redis.ClusterClient); ok {
-		check = "0"
-	}
+	// the script, so each semaphore gets its own shard channel, whose
+	// subscribers its slot's master counts (redis_shard.go).
+	_, sharded := client.(*redis.ClusterClient)
 	return &redisBackend{
-		checkLive:   check,
+		checkLive:   "1",
+		sharded:     sharded,
+		want:        make(map[string]*shardWant),
 		ctxHonoured: ctxHonoured(client),
 		brk:         breaker{failures: cfg.fault.failures, cooldown: cfg.fault.cooldown},
 		dials:       watchDials(client),
@@ -119,6 +122,11 @@ func (b *redisBackend) semaphore(name string, limit int64, owned bool) *Redis {
 	tag := b.cfg.prefix + "{" + name + "}:"
 	s := &Redis{b: b, name: name, label: name, limit: limit, owned: owned,
 		keys: []string{tag + "m", tag + "h", tag + "q", tag + "qe", tag + "p"}}
+	s.notify = b.channel
+	if b.sharded {
+		// The channel's hash tag is the semaphore's: the same slot.
+		s.notify = b.cfg.prefix + "notify:{" + name + "}:" + strings.TrimPrefix(b.channel, b.cfg.prefix+"notify:")
+	}
 	if b.cfg.policy.mode == 2 {
 		s.fallback = newLocal(name, b.cfg.policy.fallback, b.cfg)
 	}

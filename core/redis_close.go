@@ -32,6 +32,9 @@ func (b *redisBackend) close() error {
 		delete(b.sems, s)
 	}
 	ps := b.pubsub
+	if ps != nil {
+		ps.abandon()
+	}
 	b.mu.Unlock()
 
 	// Leave before the waiters return, so that "sem.Close();
@@ -58,7 +61,7 @@ func (b *redisBackend) close() error {
 	}
 	var err error
 	if ps != nil {
-		err = ps.Close()
+		err = ps.close()
 	}
 	b.wg.Wait()
 	return err

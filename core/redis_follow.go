@@ -3,7 +3,6 @@ package core
 import (
 	"context"
 	"errors"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -25,8 +24,10 @@ import (
 //   - the subscription's connection fails.
 //
 // A fresh subscription dials the current master (a Sentinel failover client
-// asks the sentinels); on Cluster, where PUBLISH reaches every node, it is
-// made on the first master that answers, the failed one last.
+// asks the sentinels). On Cluster it is one connection per master, with the
+// shard channels of the semaphores in that master's slots, as the reloaded
+// slot map says (redis_shard.go); a master that gives up a slot tells its
+// subscribers (SUNSUBSCRIBE), which also makes a fresh subscription.
 
 // resubEvery bounds how often the subscription is remade.
 const resubEvery = 250 * time.Millisecond
@@ -40,7 +41,7 @@ const reloadEvery = 250 * time.Millisecond
 // than resubEvery ago, one is being made, or old is no longer current.
 // Grants published meanwhile are healed by an immediate heartbeat, and the
 // releases of the last lease are run again (at most every replayEvery).
-func (b *redisBackend) resubscribe(old *redis.PubSub) {
+func (b *redisBackend) resubscribe(old *sub) {
 	b.mu.Lock()
 	cur := b.pubsub
 	if b.closed || cur == nil || old != nil && old != cur || b.resubbing || time.Since(b.lastResub) < resubEvery {
@@ -49,7 +50,6 @@ func (b *redisBackend) resubscribe(old *redis.PubSub) {
 	}
 	b.resubbing = true
 	b.lastResub = time.Now()
-	avoid := b.subAddr
 	b.wg.Add(1)
 	b.mu.Unlock()
 	go func() {
@@ -63,99 +63,49 @@ func (b *redisBackend) resubscribe(old *redis.PubSub) {
 			case <-ctx.Done():
 			}
 		}()
-		ps, addr, err := b.newPubSub(ctx, avoid)
+		ps, err := b.newPubSub(ctx)
 		b.mu.Lock()
 		b.resubbing = false
 		if err != nil || b.closed || b.pubsub != cur {
 			b.mu.Unlock()
 			if ps != nil {
-				_ = ps.Close()
+				_ = ps.close()
 			}
 			if err != nil && !b.isClosed() {
 				b.report("", unavailable("resubscribe", b.channel, err))
 			}
 			return
 		}
-		b.pubsub, b.subAddr = ps, addr
-		b.wg.Add(1)
-		go b.receive(ps)
+		b.pubsub = ps
+		ps.start(b)
+		cur.abandon()
 		b.mu.Unlock()
-		_ = cur.Close()
+		_ = cur.close()
 		b.resync()
 		b.replayReleases()
 	}()
 }
 
 // current reports whether ps is the subscription in use.
-func (b *redisBackend) current(ps *redis.PubSub) bool {
+func (b *redisBackend) current(ps *sub) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.pubsub == ps && !b.closed
 }
 
 // newPubSub subscribes to this process's channel and waits for Redis to
-// confirm it. On Cluster it tries the masters one after another, avoid
-// (the node whose subscription failed) last, and returns the address of
-// the node used.
-func (b *redisBackend) newPubSub(ctx context.Context, avoid string) (*redis.PubSub, string, error) {
-	cc, ok := b.client.(*redis.ClusterClient)
-	if !ok {
-		ps := b.client.Subscribe(ctx, b.channel)
-		if _, err := ps.ReceiveTimeout(ctx, b.cfg.fault.opTimeout); err != nil {
-			_ = ps.Close()
-			return nil, "", err
-		}
-		return ps, "", nil
+// confirm it. On Cluster it subscribes every shard channel in use, on the
+// masters that serve them (redis_shard.go).
+func (b *redisBackend) newPubSub(ctx context.Context) (*sub, error) {
+	if b.sharded {
+		return b.newShardSub(ctx)
 	}
-	nodes := clusterMasters(ctx, cc)
-	if len(nodes) == 0 {
-		return nil, "", errors.New("no cluster master known")
-	}
-	for i, n := range nodes {
-		if n.Options().Addr == avoid && i < len(nodes)-1 {
-			nodes[i], nodes[len(nodes)-1] = nodes[len(nodes)-1], nodes[i]
-			break
-		}
-	}
-	var firstErr error
-	for _, n := range nodes {
-		per := max(b.cfg.fault.opTimeout/time.Duration(len(nodes)), 50*time.Millisecond)
-		nctx, cancel := context.WithTimeout(ctx, per)
-		ps := n.Subscribe(nctx, b.channel)
-		_, err := ps.ReceiveTimeout(nctx, per)
-		cancel()
-		if err == nil {
-			return ps, n.Options().Addr, nil
-		}
+	ps := b.client.Subscribe(ctx, b.channel)
+	if _, err := ps.ReceiveTimeout(ctx, b.cfg.fault.opTimeout); err != nil {
 		_ = ps.Close()
-		if firstErr == nil {
-			firstErr = err
-		}
-		b.reloadSlots()
-		if ctx.Err() != nil {
-			break
-		}
+		return nil, err
 	}
-	return nil, "", firstErr
-}
-
-// clusterMasters returns the distinct masters that serve the keys "{0}" …
-// "{63}" (spread over the slots: every master of a small cluster, and many
-// of a large one), as the client's slot map knows them.
-func clusterMasters(ctx context.Context, cc *redis.ClusterClient) []*redis.Client {
-	seen := make(map[string]bool)
-	var out []*redis.Client
-	for i := range 64 {
-		n, err := cc.MasterForKey(ctx, "{"+strconv.Itoa(i)+"}")
-		if err != nil {
-			continue
-		}
-		if a := n.Options().Addr; !seen[a] {
-			seen[a] = true
-			out = append(out, n)
-		}
-	}
-	return out
+	return &sub{ps: []*redis.PubSub{ps}}, nil
 }
 
 // reloadSlots asks a Cluster client to reload its slot map, at most once

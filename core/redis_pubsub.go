@@ -7,13 +7,14 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// listen subscribes to this process's channel once, before the first wait,
-// so that no grant can be published before anyone listens. It returns by
+// listen subscribes to this process's channel once, before the first wait
+// (on Cluster, to s's shard channel before the first wait on s), so that no
+// grant can be published before anyone listens. It returns by
 // ctx's end whatever Redis does: the subscription is made in the
 // background, bounded by the operation timeout, and kept if it succeeds
 // after the caller gave up.
-func (b *redisBackend) listen(ctx context.Context) error {
-	if ok, err := b.subscribed(); ok || err != nil {
+func (b *redisBackend) listen(ctx context.Context, s *Redis) error {
+	if ok, err := b.subscribed(s); ok || err != nil {
 		return err
 	}
 	select {
@@ -21,7 +22,7 @@ func (b *redisBackend) listen(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	if ok, err := b.subscribed(); ok || err != nil {
+	if ok, err := b.subscribed(s); ok || err != nil {
 		<-b.subSem
 		return err
 	}
@@ -30,7 +31,7 @@ func (b *redisBackend) listen(ctx context.Context) error {
 		return errBreakerOpen
 	}
 	done := make(chan error, 1)
-	if !b.goBackground(func() { defer func() { <-b.subSem }(); done <- b.subscribe(ctx) }) {
+	if !b.goBackground(func() { defer func() { <-b.subSem }(); done <- b.subscribe(ctx, s) }) {
 		<-b.subSem
 		return ErrClosed
 	}
@@ -42,10 +43,24 @@ func (b *redisBackend) listen(ctx context.Context) error {
 	}
 }
 
-func (b *redisBackend) subscribe(ctx context.Context) error {
+func (b *redisBackend) subscribe(ctx context.Context, s *Redis) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.cfg.fault.opTimeout)
 	defer cancel()
-	ps, addr, err := b.newPubSub(ctx, "")
+	if b.sharded {
+		b.sweepShards()
+		if err := b.addShards(ctx, s); err != errReplaced {
+			o := outcomeOK
+			if err != nil && err != errMigrating {
+				o = outcomeFailed
+			}
+			b.brk.record(o, time.Now())
+			if err == errMigrating {
+				return nil // the wait goes on without it (errMigrating)
+			}
+			return err
+		}
+	}
+	ps, err := b.newPubSub(ctx)
 	if err != nil {
 		b.brk.record(outcomeFailed, time.Now())
 		return err
@@ -54,13 +69,12 @@ func (b *redisBackend) subscribe(ctx context.Context) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
-		_ = ps.Close()
+		_ = ps.close()
 		return ErrClosed
 	}
-	b.pubsub, b.subAddr = ps, addr
+	b.pubsub = ps
 	b.lastResub = time.Now()
-	b.wg.Add(1)
-	go b.receive(ps)
+	ps.start(b)
 	return nil
 }
 
@@ -86,12 +100,17 @@ func (b *redisBackend) isClosed() bool {
 	return b.closed
 }
 
-// subscribed reports whether the subscription is up, or ErrClosed.
-func (b *redisBackend) subscribed() (bool, error) {
+// subscribed reports whether the subscription is up (on Cluster, with s's
+// shard channel, which it marks as in use), or ErrClosed.
+func (b *redisBackend) subscribed(s *Redis) (bool, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
 		return false, ErrClosed
+	}
+	if b.sharded {
+		b.wantShard(s)
+		return b.pubsub != nil && b.pubsub.has[s.notify] != nil, nil
 	}
 	return b.pubsub != nil, nil
 }
@@ -101,20 +120,25 @@ func (b *redisBackend) subscribed() (bool, error) {
 // returns once ps is replaced or the backend closes. After a connection
 // error the backend makes a fresh subscription (on Cluster, on another
 // node), and go-redis resubscribes ps on its next read meanwhile; grants
-// published meanwhile are healed by an immediate heartbeat.
-func (b *redisBackend) receive(ps *redis.PubSub) {
+// published meanwhile are healed by an immediate heartbeat. On Cluster, ps
+// is one of sc's connections (one per master).
+func (b *redisBackend) receive(sc *sub, ps *redis.PubSub) {
 	defer b.wg.Done()
 	ctx := context.Background()
 	backoff := 10 * time.Millisecond
 	for {
-		msg, err := ps.ReceiveMessage(ctx)
+		m, err := ps.Receive(ctx)
+		if b.sharded && midMigration(err) {
+			b.shardMigrating(sc) // a reply to addShard's SSUBSCRIBE
+			continue
+		}
 		if err != nil {
-			if !b.current(ps) {
+			if !b.current(sc) {
 				return // replaced, or closed
 			}
 			b.report("", unavailable("receive grants", b.channel, err))
 			b.reloadSlots()
-			b.resubscribe(ps)
+			b.resubscribe(sc)
 			select {
 			case <-b.stop:
 				return
@@ -122,6 +146,13 @@ func (b *redisBackend) receive(ps *redis.PubSub) {
 			}
 			backoff = min(2*backoff, time.Second)
 			b.resync()
+			continue
+		}
+		msg, ok := m.(*redis.Message)
+		if !ok {
+			if c, ok := m.(*redis.Subscription); ok && b.sharded {
+				b.shardEvent(sc, ps, c)
+			}
 			continue
 		}
 		backoff = 10 * time.Millisecond

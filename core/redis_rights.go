@@ -22,7 +22,7 @@ func (s *Redis) checkRights(ctx context.Context) error {
 	if b.rightsOK.Load() {
 		return nil
 	}
-	v, err := scriptRights.Run(ctx, b.client, s.keys, b.channel).StringSlice()
+	v, err := scriptRights.Run(ctx, b.client, s.keys, s.notify).StringSlice()
 	if err != nil {
 		return err
 	}

@@ -41,7 +41,7 @@ func (s *Redis) runScript(ctx context.Context, sc *redis.Script, gated bool, lim
 		}
 	}
 	argv := make([]any, 0, 2+len(args))
-	argv = append(argv, limit, b.channel)
+	argv = append(argv, limit, s.notify)
 	argv = append(argv, args...)
 	v, err := b.callRetry(ctx, sc, s.keys, argv)
 	recv := time.Now()

@@ -29,7 +29,7 @@ type redisState struct {
 // suite that knows the key layout of core/lua/lib.lua: prefix{name}:m is the
 // state hash (field "used", and per id a field "#id", "h<weight>:<token>:…"
 // for a holder), :q is the queue, whose last member is a sentinel "".
-func readState(ctx context.Context, c *redis.Client, prefix, name string) (redisState, error) {
+func readState(ctx context.Context, c redis.Cmdable, prefix, name string) (redisState, error) {
 	tag := prefix + "{" + name + "}:"
 	var st redisState
 	m, err := c.HGetAll(ctx, tag+"m").Result()

@@ -35,7 +35,7 @@ else
     -- Probe first (before any write): with no subscriber of the caller's
     -- channel here, its subscription is on another server (a demoted
     -- master) and the caller must subscribe again.
-    if ARGV[8] == '1' and redis.call('PUBLISH', V.mychan, '') == 0 then deaf = 1 end
+    if ARGV[8] == '1' and F.listeners(V.mychan) == 0 then deaf = 1 end
     V.qseq = V.qseq + 1
     redis.call('ZADD', V.W, V.qseq, id)
     redis.call('ZADD', V.E, F.alive(ttl), id)

@@ -195,7 +195,8 @@ function F.publish()
     if ch == V.mychan then
       mine = l
     else
-      redis.call('PUBLISH', ch, table.concat(l, ','))
+      local msg = table.concat(l, ',')
+      if F.is_shard(ch) then redis.call('SPUBLISH', ch, msg) else redis.call('PUBLISH', ch, msg) end
     end
   end
   return mine
@@ -317,17 +318,26 @@ function F.grant_head(id)
     F.note(ch, id, -1)
   elseif ch == V.mychan or check == '0' then
     F.note(ch, id, F.hold(id, w, tonumber(ttl)))
+  elseif F.listeners(ch) > 0 then
+    F.note(ch, id, F.hold(id, w, tonumber(ttl)))
   else
-    -- Publish first: no subscriber means the waiter's process is gone
-    -- (its connection closed), so skip the waiter instead of granting a
-    -- permit that nobody will use for a whole lease.
-    local tk = math.max(V.tok + 1, V.now_us)
-    if redis.call('PUBLISH', ch, id .. ':' .. F.int(tk) .. ':' .. F.int(V.now_us)) > 0 then
-      F.hold(id, w, tonumber(ttl))
-    else
-      F.put('#' .. id, false)
-    end
+    -- Nobody listens: the waiter's process is gone (its connection
+    -- closed), so skip the waiter instead of granting a permit that nobody
+    -- will use for a whole lease. Counted before anything is sent: a
+    -- subscription left on a replica (a demoted master) still receives
+    -- what the master publishes, but is not counted here.
+    F.put('#' .. id, false)
   end
+end
+
+-- is_shard reports whether ch is a Cluster shard channel (it carries the
+-- semaphore's hash tag, so it lives in the semaphore's slot).
+function F.is_shard(ch) return string.find(ch, '{', 1, true) ~= nil end
+
+-- listeners returns how many clients of this server listen on ch.
+function F.listeners(ch)
+  if F.is_shard(ch) then return redis.call('PUBSUB', 'SHARDNUMSUB', ch)[2] end
+  return redis.call('PUBSUB', 'NUMSUB', ch)[2]
 end
 
 -- Milliseconds until purge() would reap the earliest lease, or -1 if none.

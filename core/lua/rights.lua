@@ -31,4 +31,15 @@ need('ZREMRANGEBYSCORE', E, '-inf', '1')
 need('ZREM', W, 'm')
 need('ZSCORE', L, 'm')
 need('PUBLISH', ARGV[1], '')
+if not redis.acl_check_cmd('PUBSUB', 'NUMSUB', ARGV[1]) then
+  missing[#missing + 1] = 'pubsub|numsub'
+end
+if string.find(ARGV[1], '{', 1, true) then -- a Cluster shard channel
+  need('SPUBLISH', ARGV[1], '')
+  if not redis.acl_check_cmd('PUBSUB', 'SHARDNUMSUB', ARGV[1]) then
+    missing[#missing + 1] = 'pubsub|shardnumsub'
+  end
+  need('SSUBSCRIBE', ARGV[1])
+  need('SUNSUBSCRIBE', ARGV[1])
+end
 return missing

@@ -1,0 +1,109 @@
+package core_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/coretest"
+)
+
+// TestClusterKeyedShardSubscriptions: on Cluster a process that waits on
+// many keyed semaphores (many slots) subscribes one shard channel per key
+// on one connection per master, not one connection per key, and every
+// grant reaches its waiter through them.
+func TestClusterKeyedShardSubscriptions(t *testing.T) {
+	addrs := coretest.RedisClusterAddrs(t)
+	prefix := uniquePrefix(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	client := "shard" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ClientName: client})
+	t.Cleanup(func() { _ = c.Close() })
+	admin := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	t.Cleanup(func() { _ = admin.Close() })
+	opts := []core.Option{core.WithKeyPrefix(prefix)}
+	holders := core.NewRedisKeyed(admin, "kk", 1, opts...)
+	defer holders.Close()
+	waiters := core.NewRedisKeyed(c, "kk", 1, opts...)
+	defer waiters.Close()
+
+	const n = 40
+	var held []*core.Permit
+	for i := range n {
+		p, err := holders.TryAcquire(ctx, "key"+strconv.Itoa(i))
+		ok(t, err)
+		held = append(held, p)
+	}
+	got := make(chan error, n)
+	for i := range n {
+		go func() {
+			p, err := waiters.Acquire(ctx, "key"+strconv.Itoa(i))
+			if err == nil {
+				err = p.Release(ctx)
+			}
+			got <- err
+		}()
+	}
+	for i := range n {
+		for {
+			st, err := waiters.Stats(ctx, "key"+strconv.Itoa(i))
+			ok(t, err)
+			if st.Waiting == 1 {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("key%d: waiter not queued", i)
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+
+	var mu sync.Mutex // ForEachMaster runs on every master at once
+	conns, channels, masters := 0, 0, 0
+	ok(t, admin.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		list, err := m.Do(ctx, "CLIENT", "LIST", "TYPE", "pubsub").Text()
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		masters++
+		for _, line := range strings.Split(list, "\n") {
+			if !strings.Contains(line, " name="+client+" ") {
+				continue
+			}
+			conns++
+			for _, f := range strings.Fields(line) {
+				if v, found := strings.CutPrefix(f, "ssub="); found {
+					k, _ := strconv.Atoi(v)
+					channels += k
+				}
+			}
+		}
+		return nil
+	}))
+	if conns > masters || channels != n {
+		t.Errorf("%d subscription connections with %d shard channels on %d masters, want at most one per master and %d channels", conns, channels, masters, n)
+	}
+	t.Logf("%d keyed waiters: %d subscription connections, %d shard channels", n, conns, channels)
+
+	for _, p := range held {
+		ok(t, p.Release(ctx))
+	}
+	for range n {
+		select {
+		case err := <-got:
+			ok(t, err)
+		case <-ctx.Done():
+			t.Fatal("a keyed waiter was not served")
+		}
+	}
+}
