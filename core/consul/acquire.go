@@ -87,6 +87,7 @@ func (s *Semaphore) tryGrant(ctx context.Context, w int64) (*core.Permit, error)
 			s.leave(ctx, id)
 			return nil, s.errorOf(ctx, ctx, "acquire", err)
 		case ok:
+			s.last.Store(sn.afterGrant(s.lockKey, st, key, sid, resp))
 			return s.granted(id, w, sid, indexOf(resp, key), time.Now()), nil
 		}
 	}
@@ -162,9 +163,15 @@ func (s *Semaphore) wait(caller context.Context, w int64) (p *core.Permit, err e
 
 // await waits until contender id is granted. It returns a nil permit and a
 // nil error if the key vanished. The head of the queue watches the whole
-// prefix (a release, a lost holder, a new limit decide its turn); any other
-// waiter watches only the key of the waiter just ahead of it, which changes
-// when that one is granted or leaves: then it may have become the head.
+// prefix (a release, a lost holder, a new limit decide its turn). Below a
+// limit of 2 every other waiter watches only the key of the waiter just
+// ahead of it, which changes when that one is granted or leaves: then it
+// may have become the head. At higher limits releases free permits without
+// granting (see release), so the head grants itself and grants follow each
+// other down the queue: there the next in line watches the prefix too, so
+// that it is awake with the state it decides on when the head is granted,
+// and the others watch the key two places ahead, so that they read the
+// state while they are next in line, not after.
 func (s *Semaphore) await(ctx context.Context, sn *snapshot, id string, w int64, sid string) (*core.Permit, error) {
 	key := s.prefix + id
 	var err error
@@ -182,9 +189,16 @@ func (s *Semaphore) await(ctx context.Context, sn *snapshot, id string, w int64,
 		case sn.holds(id): // handed over by a release
 			return s.granted(id, w, sid, me.ModifyIndex, grantedAt(me)), nil
 		}
-		pos := sn.position(key)
+		pos, ahead := sn.position(key), 1
+		if sn.st.Limit > 1 {
+			ahead = 2
+		}
+		if pos > 0 && pos < ahead {
+			sn, err = s.read(ctx, sn.index)
+			continue
+		}
 		if pos > 0 {
-			pred := sn.queue[pos-1]
+			pred := sn.queue[pos-ahead]
 			q := &api.QueryOptions{WaitIndex: pred.ModifyIndex, WaitTime: blockWait}
 			if _, _, err := s.kv.Get(pred.Key, q.WithContext(ctx)); err != nil {
 				return nil, err
@@ -204,6 +218,7 @@ func (s *Semaphore) await(ctx context.Context, sn *snapshot, id string, w int64,
 				return nil, cerr
 			}
 			if ok {
+				s.last.Store(sn.afterGrant(s.lockKey, st, key, sid, resp))
 				return s.granted(id, w, sid, indexOf(resp, key), now), nil
 			}
 			sn, err = s.read(ctx, 0) // a concurrent write: look again
@@ -226,19 +241,7 @@ func (s *Semaphore) enqueue(ctx context.Context, id string, w int64, sid string)
 	if !ok {
 		return nil, fmt.Errorf("queue: %v", resp.Errors)
 	}
-	var pairs api.KVPairs
-	var index uint64
-	for _, r := range resp.Results[1:] {
-		if r != nil && r.KV != nil {
-			pairs = append(pairs, r.KV)
-			index = max(index, r.KV.ModifyIndex)
-		}
-	}
-	sn, err := parse(s.prefix, pairs, index, s.limit)
-	if err == nil {
-		s.last.Store(sn)
-	}
-	return sn, err
+	return s.parseTxn(resp.Results[1:])
 }
 
 // granted makes the permit of holder id and tracks it for renewal.
@@ -257,51 +260,5 @@ func (s *Semaphore) leave(ctx context.Context, id string) {
 	defer cancel()
 	if _, err := s.release(ctx, id); err != nil {
 		s.report(unavailable("leave queue", s.name, err))
-	}
-}
-
-// release frees contender id: it deletes its key and, if it held permits,
-// removes it from .lock and grants the head of the queue if it now fits,
-// all in one transaction. It reports whether id was a live holder.
-func (s *Semaphore) release(ctx context.Context, id string) (bool, error) {
-	key := s.prefix + id
-	sn := s.last.Load()
-	if sn != nil && (sn.keys[id] == nil || sn.holds(id) && len(sn.st.Holders) > 1) {
-		// Older than id's key: no use. Or other holders were listed: they
-		// have likely rewritten .lock since (released, or granted the
-		// head), and a check-and-set that fails costs a Raft write, more
-		// than the read (measured: at limit 4, a Release took 7.5 ms at
-		// p50 against 1.5 ms per request, from failed transactions).
-		sn = nil
-	}
-	for {
-		if sn == nil {
-			var err error
-			if sn, err = s.read(ctx, 0); err != nil {
-				return false, err
-			}
-		}
-		st := sn.st
-		st.Holders = slices.DeleteFunc(slices.Clone(st.Holders), func(h holderEntry) bool { return h.ID == id })
-		held := len(st.Holders) < len(sn.st.Holders)
-		var ops []*api.TxnOp
-		if held || sn.dead {
-			hand, queued := sn.handOff(&st, key, time.Now())
-			ops = append(append(ops, sn.lockOp(s.lockKey, st, queued)), hand...)
-		}
-		if me := sn.keys[id]; me != nil {
-			ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVDeleteCAS, Key: key, Index: me.ModifyIndex}})
-		}
-		if len(ops) == 0 {
-			return false, nil
-		}
-		ok, _, err := s.commit(ctx, ops...)
-		if err != nil {
-			return false, err
-		}
-		if ok {
-			return held, nil
-		}
-		sn = nil // a concurrent write: read again
 	}
 }

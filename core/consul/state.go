@@ -3,6 +3,7 @@ package consul
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -173,4 +174,21 @@ func used(st *lockState) int64 {
 		n += h.W
 	}
 	return n
+}
+
+// afterGrant returns the snapshot that a successful grant of key (its
+// transaction's response resp) leaves: st stored in .lock, key listed and
+// out of the queue. Stored as the last snapshot, it lets the holder's
+// Release hand its permit on without reading first.
+func (sn *snapshot) afterGrant(lockKey string, st lockState, key, sid string, resp *api.TxnResponse) *snapshot {
+	out := *sn
+	out.keys = maps.Clone(sn.keys)
+	out.st, out.dead = st, false
+	out.used = used(&st)
+	out.lock = &api.KVPair{Key: lockKey, ModifyIndex: indexOf(resp, lockKey)}
+	id := key[strings.LastIndexByte(key, '/')+1:]
+	out.keys[id] = &api.KVPair{Key: key, Session: sid, ModifyIndex: indexOf(resp, key)}
+	out.queue = slices.DeleteFunc(slices.Clone(sn.queue), func(p *api.KVPair) bool { return p.Key == key })
+	out.index = max(sn.index, out.keys[id].ModifyIndex)
+	return &out
 }

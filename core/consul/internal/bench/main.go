@@ -61,6 +61,7 @@ func main() {
 	cancels := flag.Int("cancels", 3, "cancellation samples per implementation")
 	verbose := flag.Bool("v", false, "print HTTP requests per acquisition, by kind, to stderr")
 	control := flag.Bool("control", false, "also run core.Local, in-process and FIFO, as a control: the wait spread that this machine's scheduler alone produces")
+	only := flag.String("impls", "", "run only the implementations whose name contains one of these comma-separated words (default: all)")
 	flag.Parse()
 
 	client, err := api.NewClient(&api.Config{Address: *addr, HttpClient: &http.Client{Transport: counting{&http.Transport{MaxIdleConnsPerHost: 256}}}})
@@ -70,6 +71,11 @@ func main() {
 	impls := []impl{hashicorp(client), distsem(client)}
 	if *control {
 		impls = append(impls, local())
+	}
+	if *only != "" {
+		impls = slices.DeleteFunc(impls, func(im impl) bool {
+			return !slices.ContainsFunc(strings.Split(*only, ","), func(w string) bool { return strings.Contains(im.name, w) })
+		})
 	}
 	fmt.Printf("# %s, GOMAXPROCS=%s, agent %s\n", time.Now().UTC().Format(time.RFC3339), os.Getenv("GOMAXPROCS"), *addr)
 	fmt.Println("| impl | limit | workers | hold | acq/s | utilization | wait p50 | wait p99 | p99/p50 | tokens | errors |")

@@ -1,0 +1,91 @@
+package consul_test
+
+import (
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/consul"
+)
+
+// countingClient returns a client of the test agent that counts its
+// requests and those that came back 409 (a transaction whose check failed).
+func countingClient(t *testing.T, requests, conflicts *atomic.Int64) *api.Client {
+	t.Helper()
+	newClient(t) // skips or fails without an agent
+	tr := &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second}
+	c, err := api.NewClient(&api.Config{Address: agentAddr, HttpClient: &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		requests.Add(1)
+		resp, err := tr.RoundTrip(r)
+		if err == nil && resp.StatusCode == http.StatusConflict {
+			conflicts.Add(1)
+		}
+		return resp, err
+	})}})
+	ok(t, err)
+	t.Cleanup(tr.CloseIdleConnections)
+	return c
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// Below the whole limit, a Release is one transaction that cannot fail,
+// however much .lock changed since its process last read it (here another
+// process released and a third was granted): releases do not race each
+// other, or the grants, on .lock. The head of the queue grants itself on
+// the deletion, FIFO, with a larger token, and when all is released
+// nothing is left under the prefix.
+func TestReleaseBelowLimitIsOneWrite(t *testing.T) {
+	ctx := background()
+	var requests, conflicts atomic.Int64
+	pfx := uniquePrefix()
+	prefix := core.WithKeyPrefix(pfx)
+	a := consul.New(countingClient(t, &requests, &conflicts), "rel", 2, prefix)
+	b := consul.New(newClient(t), "rel", 2, prefix)
+	c := consul.New(newClient(t), "rel", 2, prefix)
+	t.Cleanup(func() { _ = a.Close(); _ = b.Close(); _ = c.Close() })
+	pa, err := a.Acquire(ctx)
+	ok(t, err)
+	pb, err := b.Acquire(ctx)
+	ok(t, err)
+	type grant struct {
+		p   *core.Permit
+		err error
+	}
+	got := make(chan grant, 2)
+	for i := range 2 {
+		go func() { p, err := c.Acquire(ctx); got <- grant{p, err} }()
+		waitQueued(t, b, int64(i+1))
+	}
+	ok(t, pb.Release(ctx))
+	first := <-got
+	ok(t, first.err)
+	if first.p.Token() <= pb.Token() {
+		t.Fatalf("token %d after %d, want larger", first.p.Token(), pb.Token())
+	}
+
+	requests.Store(0)
+	ok(t, pa.Release(ctx))
+	if n, f := requests.Load(), conflicts.Load(); n != 1 || f != 0 {
+		t.Fatalf("Release made %d requests, %d of them failed transactions; want 1 and 0", n, f)
+	}
+	second := <-got
+	ok(t, second.err)
+	if second.p.Token() <= first.p.Token() {
+		t.Fatalf("token %d after %d, want larger", second.p.Token(), first.p.Token())
+	}
+	ok(t, first.p.Release(ctx))
+	ok(t, second.p.Release(ctx))
+	wantStats(t, b, 0, 0)
+	keys, _, err := newClient(t).KV().Keys(pfx, "", nil)
+	ok(t, err)
+	if len(keys) > 0 {
+		t.Fatalf("left behind: %q", keys)
+	}
+}
