@@ -11,12 +11,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"slices"
 	"strconv"
@@ -48,10 +51,13 @@ type result struct {
 	utilisaton   float64
 }
 
-// impl is one semaphore implementation: newWorker makes one contender.
+// impl is one semaphore implementation: newWorker makes one contender on
+// the semaphore prefix of limit permits. A non-nil blocked is closed once
+// the contender waits: when its first blocking query (one with an index)
+// has been written to the agent, or for core.Local when it is queued.
 type impl struct {
 	name      string
-	newWorker func(prefix string, limit int) (acquire func(ctx context.Context) (release func(), token int64, err error), close func())
+	newWorker func(prefix string, limit int, blocked chan struct{}) (acquire func(ctx context.Context) (release func(), token int64, err error), close func())
 }
 
 func main() {
@@ -61,14 +67,12 @@ func main() {
 	cancels := flag.Int("cancels", 3, "cancellation samples per implementation")
 	verbose := flag.Bool("v", false, "print HTTP requests per acquisition, by kind, to stderr")
 	control := flag.Bool("control", false, "also run core.Local, in-process and FIFO, as a control: the wait spread that this machine's scheduler alone produces")
+	flag.BoolVar(&logConflicts, "why", false, "log every failed transaction (409) with the time and the agent's reason, to stderr")
 	only := flag.String("impls", "", "run only the implementations whose name contains one of these comma-separated words (default: all)")
 	flag.Parse()
 
-	client, err := api.NewClient(&api.Config{Address: *addr, HttpClient: &http.Client{Transport: counting{&http.Transport{MaxIdleConnsPerHost: 256}}}})
-	if err != nil {
-		log.Fatal(err)
-	}
-	impls := []impl{hashicorp(client), distsem(client)}
+	client := newClient(*addr, nil)
+	impls := []impl{hashicorp(client, *addr), distsem(client, *addr)}
 	if *control {
 		impls = append(impls, local())
 	}
@@ -140,7 +144,7 @@ func measure(im impl, r run, d time.Duration) result {
 	var wg sync.WaitGroup
 	start := time.Now()
 	for range r.workers {
-		acquire, closeW := im.newWorker(p, r.limit)
+		acquire, closeW := im.newWorker(p, r.limit, nil)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -182,18 +186,20 @@ func measure(im impl, r run, d time.Duration) result {
 	return res
 }
 
-// cancellation fills a limit of 1, queues one waiter, cancels it once it
-// waits, and measures how long its Acquire takes to return.
+// cancellation fills a limit of 1, queues one waiter, cancels it once its
+// blocking query is written to the agent, and measures how long its
+// Acquire takes to return.
 func cancellation(im impl, n int) []time.Duration {
 	var ds []time.Duration
 	for range n {
 		p := prefix(im.name + "-cancel")
-		acqH, closeH := im.newWorker(p, 1)
+		acqH, closeH := im.newWorker(p, 1, nil)
 		release, _, err := acqH(context.Background())
 		if err != nil {
 			log.Fatal(err)
 		}
-		acqW, closeW := im.newWorker(p, 1)
+		blocked := make(chan struct{})
+		acqW, closeW := im.newWorker(p, 1, blocked)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan time.Time, 1)
 		go func() {
@@ -202,7 +208,11 @@ func cancellation(im impl, n int) []time.Duration {
 			}
 			done <- time.Now()
 		}()
-		time.Sleep(500 * time.Millisecond) // let it block in its query
+		select {
+		case <-blocked: // it waits in its blocking query
+		case <-time.After(time.Minute):
+			log.Fatalf("%s: the waiter sent no blocking query in a minute", im.name)
+		}
 		t0 := time.Now()
 		cancel()
 		ds = append(ds, (<-done).Sub(t0).Round(time.Millisecond))
@@ -222,8 +232,12 @@ func pct(ds []time.Duration, p int) time.Duration {
 	return s[min(len(s)-1, len(s)*p/100)]
 }
 
-func hashicorp(c *api.Client) impl {
-	return impl{name: "api.Semaphore", newWorker: func(prefix string, limit int) (func(context.Context) (func(), int64, error), func()) {
+func hashicorp(shared *api.Client, addr string) impl {
+	return impl{name: "api.Semaphore", newWorker: func(prefix string, limit int, blocked chan struct{}) (func(context.Context) (func(), int64, error), func()) {
+		c := shared
+		if blocked != nil {
+			c = newClient(addr, blocked)
+		}
 		sem, err := c.SemaphoreOpts(&api.SemaphoreOptions{Prefix: prefix, Limit: limit})
 		if err != nil {
 			log.Fatal(err)
@@ -243,8 +257,12 @@ func hashicorp(c *api.Client) impl {
 	}}
 }
 
-func distsem(c *api.Client) impl {
-	return impl{name: "distsem consul", newWorker: func(prefix string, limit int) (func(context.Context) (func(), int64, error), func()) {
+func distsem(shared *api.Client, addr string) impl {
+	return impl{name: "distsem consul", newWorker: func(prefix string, limit int, blocked chan struct{}) (func(context.Context) (func(), int64, error), func()) {
+		c := shared
+		if blocked != nil {
+			c = newClient(addr, blocked)
+		}
 		i := strings.LastIndexByte(prefix, '/')
 		sem := consul.New(c, prefix[i+1:], int64(limit), core.WithKeyPrefix(prefix[:i+1]))
 		return func(ctx context.Context) (func(), int64, error) {
@@ -261,9 +279,17 @@ func distsem(c *api.Client) impl {
 
 // local is the control: core.Local, shared by the workers of a run.
 func local() impl {
-	var sems sync.Map // prefix -> *core.Local
-	return impl{name: "core.Local (control)", newWorker: func(prefix string, limit int) (func(context.Context) (func(), int64, error), func()) {
-		v, _ := sems.LoadOrStore(prefix, core.NewLocal(int64(limit)))
+	var sems sync.Map  // prefix -> *core.Local
+	var waits sync.Map // prefix -> the blocked channel of its next waiter
+	return impl{name: "core.Local (control)", newWorker: func(prefix string, limit int, blocked chan struct{}) (func(context.Context) (func(), int64, error), func()) {
+		if blocked != nil {
+			waits.Store(prefix, blocked)
+		}
+		v, _ := sems.LoadOrStore(prefix, core.NewLocal(int64(limit), core.WithObserver(core.ObserverFunc(func(e core.Event) {
+			if ch, ok := waits.Load(prefix); ok && e.Kind == core.EventWait && waits.CompareAndDelete(prefix, ch) {
+				close(ch.(chan struct{}))
+			}
+		}))))
 		sem := v.(*core.Local)
 		return func(ctx context.Context) (func(), int64, error) {
 			p, err := sem.Acquire(ctx)
@@ -275,10 +301,45 @@ func local() impl {
 	}}
 }
 
+// newClient returns a client of the agent at addr whose requests are
+// counted. A non-nil blocked is closed once its first blocking query has
+// been written to the agent.
+func newClient(addr string, blocked chan struct{}) *api.Client {
+	var rt http.RoundTripper = counting{&http.Transport{MaxIdleConnsPerHost: 256}}
+	if blocked != nil {
+		rt = &blockWatch{rt: rt, blocked: blocked}
+	}
+	c, err := api.NewClient(&api.Config{Address: addr, HttpClient: &http.Client{Transport: rt}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	return c
+}
+
+// blockWatch closes blocked once a blocking query (one with an index)
+// has been written to the agent.
+type blockWatch struct {
+	rt      http.RoundTripper
+	once    sync.Once
+	blocked chan struct{}
+}
+
+func (b *blockWatch) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Query().Get("index") != "" {
+		r = r.WithContext(httptrace.WithClientTrace(r.Context(), &httptrace.ClientTrace{
+			WroteRequest: func(httptrace.WroteRequestInfo) { b.once.Do(func() { close(b.blocked) }) },
+		}))
+	}
+	return b.rt.RoundTrip(r)
+}
+
 // counting counts the HTTP requests to the agent by kind.
 type counting struct{ rt http.RoundTripper }
 
-var counts sync.Map // kind -> *atomic.Int64
+var (
+	counts       sync.Map // kind -> *atomic.Int64
+	logConflicts bool     // -why
+)
 
 func (c counting) RoundTrip(r *http.Request) (*http.Response, error) {
 	kind := r.Method + " " + r.URL.Path
@@ -305,6 +366,11 @@ func (c counting) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err == nil && resp.StatusCode == http.StatusConflict { // a transaction whose check failed
 		n, _ := counts.LoadOrStore(kind+" failed", new(atomic.Int64))
 		n.(*atomic.Int64).Add(1)
+		if logConflicts {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body = io.NopCloser(bytes.NewReader(body))
+			log.Printf("409: %s %s", time.Now().Format("05.000"), bytes.Join(bytes.Fields(body), nil))
+		}
 	}
 	return resp, err
 }
