@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -68,8 +69,21 @@ func main() {
 	verbose := flag.Bool("v", false, "print HTTP requests per acquisition, by kind, to stderr")
 	control := flag.Bool("control", false, "also run core.Local, in-process and FIFO, as a control: the wait spread that this machine's scheduler alone produces")
 	flag.BoolVar(&logConflicts, "why", false, "log every failed transaction (409) with the time and the agent's reason, to stderr")
+	agentPID := flag.Int("agentpid", 0, "the agent's process id: print the CPU time it and this process spent per acquisition (from /proc, 10 ms ticks)")
 	only := flag.String("impls", "", "run only the implementations whose name contains one of these comma-separated words (default: all)")
+	flag.BoolVar(&gzip, "gzip", true, "let the agent compress its responses (Go's transport asks for gzip by default)")
+	cpuProfile := flag.String("cpuprofile", "", "write this process's CPU profile to the file")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatal(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 
 	client := newClient(*addr, nil)
 	impls := []impl{hashicorp(client, *addr), distsem(client, *addr)}
@@ -88,7 +102,13 @@ func main() {
 		r := parseRun(spec)
 		for _, im := range impls {
 			clear0 := snapshotCounts()
+			agent0, self0 := cpuTime(*agentPID), cpuTime(os.Getpid())
 			res := measure(im, r, *dur)
+			if *agentPID > 0 {
+				fmt.Fprintf(os.Stderr, "%s %v: CPU per acquisition: agent %v, this process %v\n", im.name, spec,
+					((cpuTime(*agentPID) - agent0) / time.Duration(max(res.acquired, 1))).Round(10*time.Microsecond),
+					((cpuTime(os.Getpid()) - self0) / time.Duration(max(res.acquired, 1))).Round(10*time.Microsecond))
+			}
 			if *verbose {
 				fmt.Fprintf(os.Stderr, "%s %v: requests per acquisition: %s\n", im.name, spec, perAcq(clear0, snapshotCounts(), res.acquired))
 				fmt.Fprintf(os.Stderr, "%s %v: %s\n", im.name, spec, diagnose(res.acquisitions))
@@ -305,7 +325,7 @@ func local() impl {
 // counted. A non-nil blocked is closed once its first blocking query has
 // been written to the agent.
 func newClient(addr string, blocked chan struct{}) *api.Client {
-	var rt http.RoundTripper = counting{&http.Transport{MaxIdleConnsPerHost: 256}}
+	var rt http.RoundTripper = counting{&http.Transport{MaxIdleConnsPerHost: 256, DisableCompression: !gzip}}
 	if blocked != nil {
 		rt = &blockWatch{rt: rt, blocked: blocked}
 	}
@@ -337,6 +357,7 @@ func (b *blockWatch) RoundTrip(r *http.Request) (*http.Response, error) {
 type counting struct{ rt http.RoundTripper }
 
 var (
+	gzip         = true   // -gzip
 	counts       sync.Map // kind -> *atomic.Int64
 	logConflicts bool     // -why
 )
@@ -413,4 +434,20 @@ func perAcq(before, after map[string]int64, acquired int64) string {
 	}
 	slices.Sort(parts)
 	return fmt.Sprintf("%.2f total (%s)", float64(total)/float64(max(acquired, 1)), strings.Join(parts, ", "))
+}
+
+// cpuTime returns the user + system CPU time of process pid so far, from
+// /proc (Linux), or 0.
+func cpuTime(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil || pid <= 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:])) // fields from the state on
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.Atoi(f[11])
+	s, _ := strconv.Atoi(f[12])
+	return time.Duration(u+s) * 10 * time.Millisecond // USER_HZ is 100 on Linux
 }
