@@ -29,8 +29,10 @@
 //   - FIFO with direct hand-off. A holder of the whole limit (at limit 1,
 //     every holder) releases by removing itself from .lock, deleting its
 //     key and, in the same transaction, granting the head of the queue if
-//     it fits (rewriting the head's key): nobody else can have changed
-//     .lock since its grant. Any other release deletes its key in a
+//     it fits (rewriting the head's key): nobody else can have been
+//     granted since its own grant, so .lock is most likely unchanged (if
+//     it changed, the release falls back to the delete below). Any other
+//     release deletes its key in a
 //     transaction that cannot fail, and the head of the queue, woken by
 //     the deletion, grants itself: with several holders, each one changes
 //     .lock after the others read it, so releases that rewrote .lock raced
@@ -39,14 +41,11 @@
 //     as in golang.org/x/sync/semaphore, so none starves; TryAcquire never
 //     passes a queued waiter.
 //   - No herd. The head of the queue runs a blocking query on P (a release,
-//     a holder's session ending, a new limit decide its turn). At limit 1
-//     every other waiter runs a blocking query on the key of the waiter
-//     just ahead of it, which changes only when that one is granted or
-//     leaves. At higher limits grants follow each other down the queue, so
-//     the waiter next in line watches P too (it is awake with the state
-//     when the head is granted) and the others watch the key two places
-//     ahead (they read the state while next in line, not after). So a
-//     change wakes at most two waiters on P and one on a key. Each waiting Acquire
+//     a holder's session ending, a new limit decide its turn); every other
+//     waiter runs a blocking query on the key of the waiter just ahead of
+//     it, which changes only when that one is granted or leaves. So a
+//     release wakes the head, and a grant the one waiter behind it, which
+//     grants itself if the permits left still fit it. Each waiting Acquire
 //     holds one HTTP connection to the agent for its blocking query; the
 //     agent accepts 200 per client address by default
 //     (http_max_conns_per_client), which bounds the waiters per host.
@@ -96,7 +95,10 @@
 // before its delete. Grants are serialised on the one .lock key, so the
 // semaphore's rate is bounded by the agent's round-trip time and, on a
 // small machine, by the agent's CPU, whatever the limit
-// (bench/RESULTS-consul.md). A holder that is paused or partitioned
+// (bench/RESULTS-consul.md). On a LAN, give the client a transport with
+// DisableCompression: Go's transport asks for gzip, and the agent then
+// compresses every list of the queue (measured: about a fifth of its CPU
+// per acquisition at limit 4). A holder that is paused or partitioned
 // past its session's end is no longer counted: the semaphore may then
 // admit more than the limit while the paused holder still works. Use the
 // semaphore to protect capacity; where a resource must reject stale

@@ -78,9 +78,7 @@ func TestTryAcquireDoesNotBarge(t *testing.T) {
 }
 
 // At limit 2 a Release below the whole limit only deletes its key and the
-// head grants itself, the next in line watching the prefix and the others
-// the key two places ahead: grants still follow arrival order across
-// processes (a grant's token is its Raft index, so token order is grant
+// head grants itself: grants still follow arrival order across processes (a grant's token is its Raft index, so token order is grant
 // order), while two permits are in use at a time.
 func TestFIFOAtLimitTwo(t *testing.T) {
 	ctx := background()
