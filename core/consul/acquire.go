@@ -2,9 +2,11 @@ package consul
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/consul/api"
@@ -22,7 +24,7 @@ func (s *Semaphore) acquire(ctx context.Context, try bool, opts []core.AcquireOp
 	}
 	var p *core.Permit
 	if sn := s.last.Load(); try || sn == nil || len(sn.queue) == 0 && sn.used+a.Weight <= sn.st.Limit {
-		p, err = s.tryGrant(ctx, a.Weight)
+		p, err = s.tryGrant(ctx, a.Weight, try)
 	} // else the last snapshot says queue: do so without reading first
 	switch {
 	case err == nil && p != nil:
@@ -55,8 +57,12 @@ func (s *Semaphore) errorOf(ctx, caller context.Context, op string, err error) e
 
 // tryGrant grants w permits if they fit and nobody is queued, creating the
 // holder's key under our session in the same transaction as the .lock
-// update. It returns a nil permit and nil error if there is no room.
-func (s *Semaphore) tryGrant(ctx context.Context, w int64) (*core.Permit, error) {
+// update. It returns a nil permit and nil error if there is no room, or
+// for an Acquire (not try) once its check-and-set failed: contenders that
+// arrive together on a free semaphore then queue, where the order is
+// decided without conflicts, instead of racing on .lock until it is full
+// (measured: 35 at once made about 180 failed transactions).
+func (s *Semaphore) tryGrant(ctx context.Context, w int64, try bool) (*core.Permit, error) {
 	for {
 		sn, err := s.read(ctx, 0)
 		if err != nil {
@@ -89,6 +95,8 @@ func (s *Semaphore) tryGrant(ctx context.Context, w int64) (*core.Permit, error)
 		case ok:
 			s.last.Store(sn.afterGrant(s.lockKey, st, key, sid, resp))
 			return s.granted(id, w, sid, indexOf(resp, key), time.Now()), nil
+		case !try:
+			return nil, nil
 		}
 	}
 }
@@ -190,8 +198,14 @@ func (s *Semaphore) await(ctx context.Context, sn *snapshot, id string, w int64,
 		if pos := sn.position(key); pos > 0 {
 			pred := sn.queue[pos-1]
 			q := &api.QueryOptions{WaitIndex: pred.ModifyIndex, WaitTime: blockWait}
-			if _, _, err := s.kv.Get(pred.Key, q.WithContext(ctx)); err != nil {
+			p, _, err := s.kv.Get(pred.Key, q.WithContext(ctx))
+			if err != nil {
 				return nil, err
+			}
+			if p != nil && p.ModifyIndex > pred.ModifyIndex {
+				if perm, err := s.grantBehind(ctx, p, me, w, sid); perm != nil || err != nil {
+					return perm, err
+				}
 			}
 			sn, err = s.read(ctx, 0)
 			continue
@@ -203,7 +217,7 @@ func (s *Semaphore) await(ctx context.Context, sn *snapshot, id string, w int64,
 			st := sn.st
 			st.Holders = append(slices.Clip(st.Holders), holderEntry{ID: id, W: w})
 			now := time.Now()
-			ok, resp, cerr := s.commit(ctx, sn.lockOp(s.lockKey, st, true), grantOp(me, w, now))
+			ok, resp, cerr := s.commit(ctx, sn.lockOp(s.lockKey, st, true), grantOp(me, w, now, st))
 			if cerr != nil {
 				return nil, cerr
 			}
@@ -251,4 +265,32 @@ func (s *Semaphore) leave(ctx context.Context, id string) {
 	if _, err := s.release(ctx, id); err != nil {
 		s.report(unavailable("leave queue", s.name, err))
 	}
+}
+
+// grantBehind grants contender me, whose predecessor in the queue was just
+// granted (p is its key now, carrying the .lock value its grant stored, at
+// .lock's index p.ModifyIndex), if that state has room for w even counting
+// every holder listed in it as alive: one write and no read, so grants
+// follow each other down the queue at one round trip each. me is then the
+// head: nobody can queue ahead of it, and everyone ahead of p was granted
+// or left. It returns a nil permit and error if there is no room or .lock
+// changed since (then the caller reads).
+func (s *Semaphore) grantBehind(ctx context.Context, p, me *api.KVPair, w int64, sid string) (*core.Permit, error) {
+	var c contender
+	if json.Unmarshal(p.Value, &c) != nil || c.At == 0 || c.Lock == nil {
+		return nil, nil
+	}
+	st := *c.Lock
+	if w > st.Limit || used(&st)+w > st.Limit {
+		return nil, nil
+	}
+	id := me.Key[strings.LastIndexByte(me.Key, '/')+1:]
+	st.Holders = append(slices.Clip(st.Holders), holderEntry{ID: id, W: w})
+	now := time.Now()
+	ok, resp, err := s.commit(ctx, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: s.lockKey, Index: p.ModifyIndex, Value: mustJSON(st)}},
+		grantOp(me, w, now, st))
+	if err != nil || !ok {
+		return nil, err
+	}
+	return s.granted(id, w, sid, indexOf(resp, me.Key), now), nil
 }

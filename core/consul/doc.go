@@ -45,7 +45,10 @@
 //     waiter runs a blocking query on the key of the waiter just ahead of
 //     it, which changes only when that one is granted or leaves. So a
 //     release wakes the head, and a grant the one waiter behind it, which
-//     grants itself if the permits left still fit it. Each waiting Acquire
+//     grants itself at once if the permits left still fit it: a grant
+//     writes the .lock value it stores into the grantee's key too, so the
+//     waiter behind learns .lock's state and index from the key it
+//     watches, and its check-and-set needs no read. Each waiting Acquire
 //     holds one HTTP connection to the agent for its blocking query; the
 //     agent accepts 200 per client address by default
 //     (http_max_conns_per_client), which bounds the waiters per host.

@@ -12,17 +12,27 @@ import (
 	"github.com/distsem/distsem/core/consul"
 )
 
+// traffic counts a client's requests.
+type traffic struct {
+	requests  atomic.Int64
+	lists     atomic.Int64 // GET of a prefix (recurse)
+	conflicts atomic.Int64 // transactions whose check failed (409)
+}
+
 // countingClient returns a client of the test agent that counts its
-// requests and those that came back 409 (a transaction whose check failed).
-func countingClient(t *testing.T, requests, conflicts *atomic.Int64) *api.Client {
+// requests into n.
+func countingClient(t *testing.T, n *traffic) *api.Client {
 	t.Helper()
 	newClient(t) // skips or fails without an agent
 	tr := &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second}
 	c, err := api.NewClient(&api.Config{Address: agentAddr, HttpClient: &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
-		requests.Add(1)
+		n.requests.Add(1)
+		if r.URL.Query().Has("recurse") {
+			n.lists.Add(1)
+		}
 		resp, err := tr.RoundTrip(r)
 		if err == nil && resp.StatusCode == http.StatusConflict {
-			conflicts.Add(1)
+			n.conflicts.Add(1)
 		}
 		return resp, err
 	})}})
@@ -43,10 +53,10 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // nothing is left under the prefix.
 func TestReleaseBelowLimitIsOneWrite(t *testing.T) {
 	ctx := background()
-	var requests, conflicts atomic.Int64
+	var n traffic
 	pfx := uniquePrefix()
 	prefix := core.WithKeyPrefix(pfx)
-	a := consul.New(countingClient(t, &requests, &conflicts), "rel", 2, prefix)
+	a := consul.New(countingClient(t, &n), "rel", 2, prefix)
 	b := consul.New(newClient(t), "rel", 2, prefix)
 	c := consul.New(newClient(t), "rel", 2, prefix)
 	t.Cleanup(func() { _ = a.Close(); _ = b.Close(); _ = c.Close() })
@@ -70,9 +80,9 @@ func TestReleaseBelowLimitIsOneWrite(t *testing.T) {
 		t.Fatalf("token %d after %d, want larger", first.p.Token(), pb.Token())
 	}
 
-	requests.Store(0)
+	n.requests.Store(0)
 	ok(t, pa.Release(ctx))
-	if n, f := requests.Load(), conflicts.Load(); n != 1 || f != 0 {
+	if n, f := n.requests.Load(), n.conflicts.Load(); n != 1 || f != 0 {
 		t.Fatalf("Release made %d requests, %d of them failed transactions; want 1 and 0", n, f)
 	}
 	second := <-got
@@ -88,4 +98,43 @@ func TestReleaseBelowLimitIsOneWrite(t *testing.T) {
 	if len(keys) > 0 {
 		t.Fatalf("left behind: %q", keys)
 	}
+}
+
+// A waiter whose predecessor was just granted grants itself from the .lock
+// state that grant stored, which the predecessor's key carries: one write
+// after its blocking query, no read of the queue in between, so grants
+// follow each other down the queue one round trip apart.
+func TestGrantBehindReadsNothing(t *testing.T) {
+	ctx := background()
+	var n traffic
+	prefix := core.WithKeyPrefix(uniquePrefix())
+	a := consul.New(newClient(t), "behind", 2, prefix)
+	b := consul.New(newClient(t), "behind", 2, prefix)
+	c := consul.New(countingClient(t, &n), "behind", 2, prefix)
+	t.Cleanup(func() { _ = a.Close(); _ = b.Close(); _ = c.Close() })
+	whole, err := a.Acquire(ctx, core.WithWeight(2))
+	ok(t, err)
+	type grant struct {
+		p   *core.Permit
+		err error
+	}
+	head, behind := make(chan grant, 1), make(chan grant, 1)
+	go func() { p, err := b.Acquire(ctx); head <- grant{p, err} }()
+	waitQueued(t, a, 1)
+	go func() { p, err := c.Acquire(ctx); behind <- grant{p, err} }()
+	waitQueued(t, a, 2)
+	n.lists.Store(0)
+	ok(t, whole.Release(ctx)) // hands one permit to the head; one stays free
+	g0, g1 := <-head, <-behind
+	ok(t, g0.err)
+	ok(t, g1.err)
+	if l := n.lists.Load(); l != 0 {
+		t.Fatalf("the waiter behind the head read the queue %d times after its turn came, want 0", l)
+	}
+	if g1.p.Token() <= g0.p.Token() {
+		t.Fatalf("token %d after %d: want larger", g1.p.Token(), g0.p.Token())
+	}
+	ok(t, g0.p.Release(ctx))
+	ok(t, g1.p.Release(ctx))
+	wantStats(t, a, 0, 0)
 }
