@@ -198,13 +198,13 @@ func (s *Semaphore) await(ctx context.Context, sn *snapshot, id string, w int64,
 		if pos := sn.position(key); pos > 0 {
 			pred := sn.queue[pos-1]
 			q := &api.QueryOptions{WaitIndex: pred.ModifyIndex, WaitTime: blockWait}
-			p, _, err := s.kv.Get(pred.Key, q.WithContext(ctx))
-			if err != nil {
-				return nil, err
+			p, _, gerr := s.kv.Get(pred.Key, q.WithContext(ctx))
+			if gerr != nil {
+				return nil, gerr
 			}
 			if p != nil && p.ModifyIndex > pred.ModifyIndex {
-				if perm, err := s.grantBehind(ctx, p, me, w, sid); perm != nil || err != nil {
-					return perm, err
+				if perm, gerr := s.grantBehind(ctx, p, me, w, sid); perm != nil || gerr != nil {
+					return perm, gerr
 				}
 			}
 			sn, err = s.read(ctx, 0)

@@ -1,6 +1,7 @@
 package consul_test
 
 import (
+	"errors"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -136,5 +137,47 @@ func TestGrantBehindReadsNothing(t *testing.T) {
 	}
 	ok(t, g0.p.Release(ctx))
 	ok(t, g1.p.Release(ctx))
+	wantStats(t, a, 0, 0)
+}
+
+// A waiter whose read of the queue fails after its predecessor's grant
+// woke it returns ErrUnavailable and leaves the queue (the read's error
+// was once lost in a shadowed variable, and the next loop dereferenced a
+// nil snapshot).
+func TestWaiterReadFailsAfterWake(t *testing.T) {
+	ctx := background()
+	newClient(t)
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	var fail atomic.Bool
+	failing, err := api.NewClient(&api.Config{Address: agentAddr, HttpClient: &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		if fail.Load() && r.Method == http.MethodGet && r.URL.Query().Has("recurse") {
+			return nil, errors.New("injected: lists fail")
+		}
+		return tr.RoundTrip(r)
+	})}})
+	ok(t, err)
+	prefix := core.WithKeyPrefix(uniquePrefix())
+	a := consul.New(newClient(t), "fail", 1, prefix)
+	b := consul.New(failing, "fail", 1, prefix)
+	t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
+	holder, err := a.Acquire(ctx)
+	ok(t, err)
+	head := make(chan *core.Permit, 1)
+	go func() { p, _ := a.Acquire(ctx); head <- p }()
+	waitQueued(t, a, 1)
+	got := make(chan error, 1)
+	go func() { _, err := b.Acquire(ctx); got <- err }()
+	waitQueued(t, a, 2)
+	fail.Store(true)
+	ok(t, holder.Release(ctx)) // hands off to the head, whose grant wakes b
+	if err := <-got; !errors.Is(err, core.ErrUnavailable) {
+		t.Fatalf("Acquire = %v, want ErrUnavailable", err)
+	}
+	p := <-head
+	if p == nil {
+		t.Fatal("the head was not granted")
+	}
+	ok(t, p.Release(ctx))
 	wantStats(t, a, 0, 0)
 }
