@@ -32,12 +32,11 @@
 //     it fits (rewriting the head's key): nobody else can have been
 //     granted since its own grant, so .lock is most likely unchanged (if
 //     it changed, the release falls back to the delete below). Any other
-//     release deletes its key in a
-//     transaction that cannot fail, and the head of the queue, woken by
-//     the deletion, grants itself: with several holders, each one changes
-//     .lock after the others read it, so releases that rewrote .lock raced
-//     each other and retried (bench/RESULTS-consul.md). Only the head is
-//     ever granted. A head that does not fit blocks the waiters behind it,
+//     release deletes its key in a transaction that cannot fail, and the
+//     head of the queue, woken by the deletion, grants itself: with
+//     several holders, each one changes .lock after the others read it,
+//     so releases that rewrote .lock raced each other and retried
+//     (bench/RESULTS-consul.md). Only the head is ever granted. A head that does not fit blocks the waiters behind it,
 //     as in golang.org/x/sync/semaphore, so none starves; TryAcquire never
 //     passes a queued waiter.
 //   - No herd. The head of the queue runs a blocking query on P (a release,
