@@ -11,7 +11,8 @@ import (
 
 // release frees contender id, a holder or a waiter, and reports whether
 // it was a live holder. It makes one transaction, or two if a hand-off
-// lost a race.
+// lost a race (and one more to delete .lock when it leaves the semaphore
+// idle).
 //
 // A holder of the whole limit (always so at limit 1) frees its permits and
 // grants the head of the queue in one check-and-set on .lock, from its last
