@@ -60,7 +60,7 @@ func (s *Semaphore) free(ctx context.Context, id string) (bool, error) {
 	if !ok {
 		return false, fmt.Errorf("release: %v", resp.Errors)
 	}
-	sn, err := s.parseTxn(resp.Results)
+	sn, err := s.parseResults(resp.Results) // not stored yet: changed below
 	if err != nil {
 		return false, nil // the key is deleted; the corrupt .lock fails the next grant
 	}
@@ -85,8 +85,18 @@ func (s *Semaphore) free(ctx context.Context, id string) (bool, error) {
 }
 
 // parseTxn parses the results of a transaction's KVGetTree on the prefix
-// into a snapshot (and makes it the last one).
+// into a snapshot and makes it the last one.
 func (s *Semaphore) parseTxn(results api.TxnResults) (*snapshot, error) {
+	sn, err := s.parseResults(results)
+	if err == nil {
+		s.last.Store(sn)
+	}
+	return sn, err
+}
+
+// parseResults parses the results of a transaction's KVGetTree on the
+// prefix into a snapshot.
+func (s *Semaphore) parseResults(results api.TxnResults) (*snapshot, error) {
 	var pairs api.KVPairs
 	var index uint64
 	for _, r := range results {
@@ -95,9 +105,5 @@ func (s *Semaphore) parseTxn(results api.TxnResults) (*snapshot, error) {
 			index = max(index, r.KV.ModifyIndex)
 		}
 	}
-	sn, err := parse(s.prefix, pairs, index, s.limit)
-	if err == nil {
-		s.last.Store(sn)
-	}
-	return sn, err
+	return parse(s.prefix, pairs, index, s.limit)
 }
