@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -128,15 +129,9 @@ func startAgent() (*agent, error) {
 	a := &agent{addr: "127.0.0.1:" + s(p[0]), cmd: cmd, dir: dir}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		resp, err := http.Get("http://" + a.addr + "/v1/status/leader")
-		if err == nil {
-			var b [64]byte
-			n, _ := resp.Body.Read(b[:])
-			_ = resp.Body.Close()
-			if n > 2 && string(b[:n]) != `""` {
-				http.DefaultClient.CloseIdleConnections()
-				return a, nil
-			}
+		if ready(a.addr) {
+			http.DefaultClient.CloseIdleConnections()
+			return a, nil
 		}
 		if time.Now().After(deadline) {
 			a.kill()
@@ -144,6 +139,25 @@ func startAgent() (*agent, error) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// ready reports whether the agent at addr has a leader and has registered
+// its node: before that, creating a session fails with "Missing node
+// registration" (a test that ran first failed so about once in five runs).
+func ready(addr string) bool {
+	for _, path := range []string{"/v1/status/leader", "/v1/catalog/nodes"} {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			return false
+		}
+		var b [64]byte
+		n, _ := io.ReadFull(resp.Body, b[:])
+		_ = resp.Body.Close()
+		if n <= 2 || string(b[:n]) == `""` { // no leader; [] no node
+			return false
+		}
+	}
+	return true
 }
 
 // newClient returns a client of the test agent whose idle connections

@@ -16,25 +16,38 @@
 // # Layout
 //
 // The keys of semaphore name live under P = prefix + name + "/". P+".lock"
-// holds {"limit", "holders": [{"id", "w"}]}; every grant and release is a
+// holds {"limit", "holders": [{"id", "w"}]}; every grant is a
 // check-and-set on it (a Consul transaction), as in Consul's own semaphore
 // recipe. Each Acquire creates a contender key P+id, locked by its
-// process's session, whose value is its weight. Contenders not listed in
-// .lock are the queue, in the order of their keys' CreateIndex.
+// process's session, whose value is its weight. A holder counts while it
+// is listed in .lock and its key exists: a release deletes the key, and
+// the next grant drops the entry. Contenders not listed in .lock are the
+// queue, in the order of their keys' CreateIndex.
 //
 // # Guarantees
 //
-//   - FIFO with direct hand-off. A release removes the holder from .lock,
-//     deletes its key and, in the same transaction, grants the head of the
-//     queue if it fits (rewriting the head's key). A head that does not fit
-//     blocks the waiters behind it, as in golang.org/x/sync/semaphore, so
-//     none starves; TryAcquire never passes a queued waiter.
+//   - FIFO with direct hand-off. A holder of the whole limit (at limit 1,
+//     every holder) releases by removing itself from .lock, deleting its
+//     key and, in the same transaction, granting the head of the queue if
+//     it fits (rewriting the head's key): nobody else can have been
+//     granted since its own grant, so .lock is most likely unchanged (if
+//     it changed, the release falls back to the delete below). Any other
+//     release deletes its key in a transaction that cannot fail, and the
+//     head of the queue, woken by the deletion, grants itself: with
+//     several holders, each one changes .lock after the others read it,
+//     so releases that rewrote .lock raced each other and retried
+//     (bench/RESULTS-consul.md). Only the head is ever granted. A head that does not fit blocks the waiters behind it,
+//     as in golang.org/x/sync/semaphore, so none starves; TryAcquire never
+//     passes a queued waiter.
 //   - No herd. The head of the queue runs a blocking query on P (a release,
 //     a holder's session ending, a new limit decide its turn); every other
 //     waiter runs a blocking query on the key of the waiter just ahead of
 //     it, which changes only when that one is granted or leaves. So a
-//     release wakes the head and the one waiter behind it, and the latter
-//     grants itself if the permits left still fit it. Each waiting Acquire
+//     release wakes the head, and a grant the one waiter behind it, which
+//     grants itself at once if the permits left still fit it: a grant
+//     writes the .lock value it stores into the grantee's key too, so the
+//     waiter behind learns .lock's state and index from the key it
+//     watches, and its check-and-set needs no read. Each waiting Acquire
 //     holds one HTTP connection to the agent for its blocking query; the
 //     agent accepts 200 per client address by default
 //     (http_max_conns_per_client), which bounds the waiters per host.
@@ -73,18 +86,21 @@
 //
 // # Consistency
 //
-// Reads use Consul's default consistency mode; every decision is a
+// Reads use Consul's default consistency mode; every grant is a
 // check-and-set transaction applied through Raft, so a stale read only
-// makes a write fail and retry. That is also why Acquire and Release first
-// act on the last snapshot their Semaphore read, and a queueing Acquire
-// creates its key and reads the queue in one transaction: in the steady
-// state an Acquire that waits costs one write, one read and two blocking
-// queries, and a Release one write (a read and a write when other holders
-// were listed: they have likely changed .lock since, and a failed
-// check-and-set costs a Raft write). Every grant and release is a
-// check-and-set on the one .lock key, so they are serialised: the
-// semaphore's rate is bounded by the agent's round-trip time, whatever
-// the limit (bench/RESULTS-consul.md). A holder that is paused or partitioned
+// makes a write fail and retry. That is also why Acquire and the
+// hand-off of a holder of the whole limit act on the last snapshot their
+// Semaphore read, and a queueing Acquire creates its key and reads the
+// queue in one transaction: in the steady state an Acquire that waits
+// costs one write, one read and two blocking queries (one more write, its
+// own grant, at limit > 1), and a Release one write that reads the prefix
+// before its delete. Grants are serialised on the one .lock key, so the
+// semaphore's rate is bounded by the agent's round-trip time and, on a
+// small machine, by the agent's CPU, whatever the limit
+// (bench/RESULTS-consul.md). On a LAN, give the client a transport with
+// DisableCompression: Go's transport asks for gzip, and the agent then
+// compresses every list of the queue (measured: about a fifth of its CPU
+// per acquisition at limit 4). A holder that is paused or partitioned
 // past its session's end is no longer counted: the semaphore may then
 // admit more than the limit while the paused holder still works. Use the
 // semaphore to protect capacity; where a resource must reject stale

@@ -76,3 +76,47 @@ func TestTryAcquireDoesNotBarge(t *testing.T) {
 	ok(t, q.Release(ctx))
 	wantStats(t, b, 0, 0)
 }
+
+// At limit 2 a Release below the whole limit only deletes its key and the
+// head grants itself: grants still follow arrival order across processes (a grant's token is its Raft index, so token order is grant
+// order), while two permits are in use at a time.
+func TestFIFOAtLimitTwo(t *testing.T) {
+	ctx := background()
+	a, b := pair(t, 2, 2, nil, nil)
+	h1, err := a.Acquire(ctx)
+	ok(t, err)
+	h2, err := b.Acquire(ctx)
+	ok(t, err)
+	const n = 8
+	tokens := make([]int64, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		s := a
+		if i%2 == 1 {
+			s = b
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p, err := s.Acquire(ctx)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			tokens[i] = p.Token()
+			_ = p.Release(ctx)
+		}()
+		waitQueued(t, a, int64(i+1))
+	}
+	ok(t, h1.Release(ctx))
+	ok(t, h2.Release(ctx))
+	wg.Wait()
+	last := max(h1.Token(), h2.Token())
+	for i, tok := range tokens {
+		if tok <= last {
+			t.Fatalf("waiter %d granted with token %d after %d: not FIFO (tokens %v)", i, tok, last, tokens)
+		}
+		last = tok
+	}
+	wantStats(t, a, 0, 0)
+}

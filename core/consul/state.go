@@ -3,6 +3,7 @@ package consul
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -24,11 +25,15 @@ type holderEntry struct {
 }
 
 // contender is the value of a contender key: its weight, and once granted
-// the grant time (µs, clock of the writer). Granting rewrites it, so the
-// key's ModifyIndex becomes the Raft index of the grant.
+// the grant time (µs, clock of the writer) and a copy of the .lock value
+// that the grant stored. Granting rewrites it, so the key's ModifyIndex
+// becomes the Raft index of the grant, which is also .lock's: the waiter
+// behind, which watches this key, learns .lock's state and index from it
+// without a read.
 type contender struct {
-	W  int64 `json:"w"`
-	At int64 `json:"at,omitempty"`
+	W    int64      `json:"w"`
+	At   int64      `json:"at,omitempty"`
+	Lock *lockState `json:"lock,omitempty"`
 }
 
 // snapshot is one consistent read of a semaphore's prefix.
@@ -142,10 +147,11 @@ func (sn *snapshot) lockOp(key string, st lockState, queued bool) *api.TxnOp {
 }
 
 // grantOp rewrites contender p as granted, on the condition that it did
-// not change since the snapshot (it is still queued and alive).
-func grantOp(p *api.KVPair, w int64, now time.Time) *api.TxnOp {
+// not change since the snapshot (it is still queued and alive). st is what
+// the same transaction stores in .lock.
+func grantOp(p *api.KVPair, w int64, now time.Time, st lockState) *api.TxnOp {
 	return &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: p.Key, Index: p.ModifyIndex,
-		Value: mustJSON(contender{W: w, At: now.UnixMicro()})}}
+		Value: mustJSON(contender{W: w, At: now.UnixMicro(), Lock: &st})}}
 }
 
 // handOff adds to ops the grant of the queue's head if it fits in st (which
@@ -160,7 +166,7 @@ func (sn *snapshot) handOff(st *lockState, skip string, now time.Time) (ops []*a
 		w := weightOf(p)
 		if w <= st.Limit && used(st)+w <= st.Limit {
 			st.Holders = append(st.Holders, holderEntry{ID: p.Key[strings.LastIndexByte(p.Key, '/')+1:], W: w})
-			ops = append(ops, grantOp(p, w, now))
+			ops = append(ops, grantOp(p, w, now, *st))
 		}
 		return ops, true
 	}
@@ -173,4 +179,21 @@ func used(st *lockState) int64 {
 		n += h.W
 	}
 	return n
+}
+
+// afterGrant returns the snapshot that a successful grant of key (its
+// transaction's response resp) leaves: st stored in .lock, key listed and
+// out of the queue. Stored as the last snapshot, it lets the holder's
+// Release hand its permit on without reading first.
+func (sn *snapshot) afterGrant(lockKey string, st lockState, key, sid string, resp *api.TxnResponse) *snapshot {
+	out := *sn
+	out.keys = maps.Clone(sn.keys)
+	out.st, out.dead = st, false
+	out.used = used(&st)
+	out.lock = &api.KVPair{Key: lockKey, ModifyIndex: indexOf(resp, lockKey)}
+	id := key[strings.LastIndexByte(key, '/')+1:]
+	out.keys[id] = &api.KVPair{Key: key, Session: sid, ModifyIndex: indexOf(resp, key)}
+	out.queue = slices.DeleteFunc(slices.Clone(sn.queue), func(p *api.KVPair) bool { return p.Key == key })
+	out.index = max(sn.index, out.keys[id].ModifyIndex)
+	return &out
 }

@@ -11,13 +11,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"net/http"
+	"net/http/httptrace"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,10 +52,13 @@ type result struct {
 	utilisaton   float64
 }
 
-// impl is one semaphore implementation: newWorker makes one contender.
+// impl is one semaphore implementation: newWorker makes one contender on
+// the semaphore prefix of limit permits. A non-nil blocked is closed once
+// the contender waits: when its first blocking query (one with an index)
+// has been written to the agent, or for core.Local when it is queued.
 type impl struct {
 	name      string
-	newWorker func(prefix string, limit int) (acquire func(ctx context.Context) (release func(), token int64, err error), close func())
+	newWorker func(prefix string, limit int, blocked chan struct{}) (acquire func(ctx context.Context) (release func(), token int64, err error), close func())
 }
 
 func main() {
@@ -61,15 +68,32 @@ func main() {
 	cancels := flag.Int("cancels", 3, "cancellation samples per implementation")
 	verbose := flag.Bool("v", false, "print HTTP requests per acquisition, by kind, to stderr")
 	control := flag.Bool("control", false, "also run core.Local, in-process and FIFO, as a control: the wait spread that this machine's scheduler alone produces")
+	flag.BoolVar(&logConflicts, "why", false, "log every failed transaction (409) with the time and the agent's reason, to stderr")
+	agentPID := flag.Int("agentpid", 0, "the agent's process id: print the CPU time it and this process spent per acquisition (from /proc, 10 ms ticks)")
+	only := flag.String("impls", "", "run only the implementations whose name contains one of these comma-separated words (default: all)")
+	flag.BoolVar(&gzip, "gzip", true, "let the agent compress its responses (Go's transport asks for gzip by default)")
+	cpuProfile := flag.String("cpuprofile", "", "write this process's CPU profile to the file")
 	flag.Parse()
-
-	client, err := api.NewClient(&api.Config{Address: *addr, HttpClient: &http.Client{Transport: counting{&http.Transport{MaxIdleConnsPerHost: 256}}}})
-	if err != nil {
-		log.Fatal(err)
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatal(err)
+		}
+		defer pprof.StopCPUProfile()
 	}
-	impls := []impl{hashicorp(client), distsem(client)}
+
+	client := newClient(*addr, nil)
+	impls := []impl{hashicorp(client, *addr), distsem(client, *addr)}
 	if *control {
 		impls = append(impls, local())
+	}
+	if *only != "" {
+		impls = slices.DeleteFunc(impls, func(im impl) bool {
+			return !slices.ContainsFunc(strings.Split(*only, ","), func(w string) bool { return strings.Contains(im.name, w) })
+		})
 	}
 	fmt.Printf("# %s, GOMAXPROCS=%s, agent %s\n", time.Now().UTC().Format(time.RFC3339), os.Getenv("GOMAXPROCS"), *addr)
 	fmt.Println("| impl | limit | workers | hold | acq/s | utilization | wait p50 | wait p99 | p99/p50 | tokens | errors |")
@@ -78,7 +102,13 @@ func main() {
 		r := parseRun(spec)
 		for _, im := range impls {
 			clear0 := snapshotCounts()
+			agent0, self0 := cpuTime(*agentPID), cpuTime(os.Getpid())
 			res := measure(im, r, *dur)
+			if *agentPID > 0 {
+				fmt.Fprintf(os.Stderr, "%s %v: CPU per acquisition: agent %v, this process %v\n", im.name, spec,
+					((cpuTime(*agentPID) - agent0) / time.Duration(max(res.acquired, 1))).Round(10*time.Microsecond),
+					((cpuTime(os.Getpid()) - self0) / time.Duration(max(res.acquired, 1))).Round(10*time.Microsecond))
+			}
 			if *verbose {
 				fmt.Fprintf(os.Stderr, "%s %v: requests per acquisition: %s\n", im.name, spec, perAcq(clear0, snapshotCounts(), res.acquired))
 				fmt.Fprintf(os.Stderr, "%s %v: %s\n", im.name, spec, diagnose(res.acquisitions))
@@ -134,7 +164,7 @@ func measure(im impl, r run, d time.Duration) result {
 	var wg sync.WaitGroup
 	start := time.Now()
 	for range r.workers {
-		acquire, closeW := im.newWorker(p, r.limit)
+		acquire, closeW := im.newWorker(p, r.limit, nil)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -176,18 +206,20 @@ func measure(im impl, r run, d time.Duration) result {
 	return res
 }
 
-// cancellation fills a limit of 1, queues one waiter, cancels it once it
-// waits, and measures how long its Acquire takes to return.
+// cancellation fills a limit of 1, queues one waiter, cancels it once its
+// blocking query is written to the agent, and measures how long its
+// Acquire takes to return.
 func cancellation(im impl, n int) []time.Duration {
 	var ds []time.Duration
 	for range n {
 		p := prefix(im.name + "-cancel")
-		acqH, closeH := im.newWorker(p, 1)
+		acqH, closeH := im.newWorker(p, 1, nil)
 		release, _, err := acqH(context.Background())
 		if err != nil {
 			log.Fatal(err)
 		}
-		acqW, closeW := im.newWorker(p, 1)
+		blocked := make(chan struct{})
+		acqW, closeW := im.newWorker(p, 1, blocked)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan time.Time, 1)
 		go func() {
@@ -196,7 +228,11 @@ func cancellation(im impl, n int) []time.Duration {
 			}
 			done <- time.Now()
 		}()
-		time.Sleep(500 * time.Millisecond) // let it block in its query
+		select {
+		case <-blocked: // it waits in its blocking query
+		case <-time.After(time.Minute):
+			log.Fatalf("%s: the waiter sent no blocking query in a minute", im.name)
+		}
 		t0 := time.Now()
 		cancel()
 		ds = append(ds, (<-done).Sub(t0).Round(time.Millisecond))
@@ -216,8 +252,12 @@ func pct(ds []time.Duration, p int) time.Duration {
 	return s[min(len(s)-1, len(s)*p/100)]
 }
 
-func hashicorp(c *api.Client) impl {
-	return impl{name: "api.Semaphore", newWorker: func(prefix string, limit int) (func(context.Context) (func(), int64, error), func()) {
+func hashicorp(shared *api.Client, addr string) impl {
+	return impl{name: "api.Semaphore", newWorker: func(prefix string, limit int, blocked chan struct{}) (func(context.Context) (func(), int64, error), func()) {
+		c := shared
+		if blocked != nil {
+			c = newClient(addr, blocked)
+		}
 		sem, err := c.SemaphoreOpts(&api.SemaphoreOptions{Prefix: prefix, Limit: limit})
 		if err != nil {
 			log.Fatal(err)
@@ -237,8 +277,12 @@ func hashicorp(c *api.Client) impl {
 	}}
 }
 
-func distsem(c *api.Client) impl {
-	return impl{name: "distsem consul", newWorker: func(prefix string, limit int) (func(context.Context) (func(), int64, error), func()) {
+func distsem(shared *api.Client, addr string) impl {
+	return impl{name: "distsem consul", newWorker: func(prefix string, limit int, blocked chan struct{}) (func(context.Context) (func(), int64, error), func()) {
+		c := shared
+		if blocked != nil {
+			c = newClient(addr, blocked)
+		}
 		i := strings.LastIndexByte(prefix, '/')
 		sem := consul.New(c, prefix[i+1:], int64(limit), core.WithKeyPrefix(prefix[:i+1]))
 		return func(ctx context.Context) (func(), int64, error) {
@@ -255,9 +299,17 @@ func distsem(c *api.Client) impl {
 
 // local is the control: core.Local, shared by the workers of a run.
 func local() impl {
-	var sems sync.Map // prefix -> *core.Local
-	return impl{name: "core.Local (control)", newWorker: func(prefix string, limit int) (func(context.Context) (func(), int64, error), func()) {
-		v, _ := sems.LoadOrStore(prefix, core.NewLocal(int64(limit)))
+	var sems sync.Map  // prefix -> *core.Local
+	var waits sync.Map // prefix -> the blocked channel of its next waiter
+	return impl{name: "core.Local (control)", newWorker: func(prefix string, limit int, blocked chan struct{}) (func(context.Context) (func(), int64, error), func()) {
+		if blocked != nil {
+			waits.Store(prefix, blocked)
+		}
+		v, _ := sems.LoadOrStore(prefix, core.NewLocal(int64(limit), core.WithObserver(core.ObserverFunc(func(e core.Event) {
+			if ch, ok := waits.Load(prefix); ok && e.Kind == core.EventWait && waits.CompareAndDelete(prefix, ch) {
+				close(ch.(chan struct{}))
+			}
+		}))))
 		sem := v.(*core.Local)
 		return func(ctx context.Context) (func(), int64, error) {
 			p, err := sem.Acquire(ctx)
@@ -269,10 +321,46 @@ func local() impl {
 	}}
 }
 
+// newClient returns a client of the agent at addr whose requests are
+// counted. A non-nil blocked is closed once its first blocking query has
+// been written to the agent.
+func newClient(addr string, blocked chan struct{}) *api.Client {
+	var rt http.RoundTripper = counting{&http.Transport{MaxIdleConnsPerHost: 256, DisableCompression: !gzip}}
+	if blocked != nil {
+		rt = &blockWatch{rt: rt, blocked: blocked}
+	}
+	c, err := api.NewClient(&api.Config{Address: addr, HttpClient: &http.Client{Transport: rt}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	return c
+}
+
+// blockWatch closes blocked once a blocking query (one with an index)
+// has been written to the agent.
+type blockWatch struct {
+	rt      http.RoundTripper
+	once    sync.Once
+	blocked chan struct{}
+}
+
+func (b *blockWatch) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Query().Get("index") != "" {
+		r = r.WithContext(httptrace.WithClientTrace(r.Context(), &httptrace.ClientTrace{
+			WroteRequest: func(httptrace.WroteRequestInfo) { b.once.Do(func() { close(b.blocked) }) },
+		}))
+	}
+	return b.rt.RoundTrip(r)
+}
+
 // counting counts the HTTP requests to the agent by kind.
 type counting struct{ rt http.RoundTripper }
 
-var counts sync.Map // kind -> *atomic.Int64
+var (
+	gzip         = true   // -gzip
+	counts       sync.Map // kind -> *atomic.Int64
+	logConflicts bool     // -why
+)
 
 func (c counting) RoundTrip(r *http.Request) (*http.Response, error) {
 	kind := r.Method + " " + r.URL.Path
@@ -299,6 +387,11 @@ func (c counting) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err == nil && resp.StatusCode == http.StatusConflict { // a transaction whose check failed
 		n, _ := counts.LoadOrStore(kind+" failed", new(atomic.Int64))
 		n.(*atomic.Int64).Add(1)
+		if logConflicts {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body = io.NopCloser(bytes.NewReader(body))
+			log.Printf("409: %s %s", time.Now().Format("05.000"), bytes.Join(bytes.Fields(body), nil))
+		}
 	}
 	return resp, err
 }
@@ -341,4 +434,20 @@ func perAcq(before, after map[string]int64, acquired int64) string {
 	}
 	slices.Sort(parts)
 	return fmt.Sprintf("%.2f total (%s)", float64(total)/float64(max(acquired, 1)), strings.Join(parts, ", "))
+}
+
+// cpuTime returns the user + system CPU time of process pid so far, from
+// /proc (Linux), or 0.
+func cpuTime(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil || pid <= 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:])) // fields from the state on
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.Atoi(f[11])
+	s, _ := strconv.Atoi(f[12])
+	return time.Duration(u+s) * 10 * time.Millisecond // USER_HZ is 100 on Linux
 }
