@@ -19,8 +19,8 @@ type shareLocal struct {
 func newShareLocal(name string, limit int64, cfg config) *shareLocal {
 	cfg.reentrant = false // handled by leased.acquire
 	loc := newLocal(name, limit, cfg)
-	loc.cur = limit // no share yet
-	loc.token = 0   // set from the share epoch at registration
+	loc.state.Store(0)  // no share yet: every permit is in the reserve
+	loc.tokens.Store(0) // set from the share epoch at registration
 	return &shareLocal{loc: loc, reserve: limit}
 }
 
@@ -32,22 +32,15 @@ func (l *shareLocal) set(limit, share int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if limit != s.limit {
+		s.state.Add((limit - s.limit) << 1)
 		s.limit = limit
-		for e := s.waiters.Front(); e != nil; {
-			next := e.Next()
-			if w := e.Value.(*localWaiter); w.n > limit {
-				w.err = invalid("weight %d exceeds the limit %d of %q", w.n, limit, s.name)
-				s.waiters.Remove(e)
-				close(w.ready)
-			}
-			e = next
-		}
+		s.failHeavier(limit)
 	}
 	share = max(0, min(share, limit))
 	reserve := limit - share
-	s.cur += reserve - l.reserve
+	s.state.Add(-(reserve - l.reserve) << 1)
 	l.reserve = reserve
-	s.notifyWaiters()
+	s.settle()
 }
 
 // localState is what the local semaphore holds.
@@ -64,12 +57,13 @@ func (l *shareLocal) state() localState {
 	s := l.loc
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := localState{inUse: s.cur - l.reserve, waitN: int64(s.waiters.Len()), share: s.limit - l.reserve, limit: s.limit}
-	for e := s.waiters.Front(); e != nil; e = e.Next() {
-		st.waitW += e.Value.(*localWaiter).n
+	inUse := s.limit - s.state.Load()>>1 - l.reserve
+	st := localState{inUse: inUse, waitN: int64(s.waiters.n), share: s.limit - l.reserve, limit: s.limit}
+	for w := s.waiters.head; w != nil; w = w.next {
+		st.waitW += w.n
 	}
-	if e := s.waiters.Front(); e != nil {
-		st.head = e.Value.(*localWaiter).n
+	if w := s.waiters.head; w != nil {
+		st.head = w.n
 	}
 	return st
 }
@@ -77,7 +71,10 @@ func (l *shareLocal) state() localState {
 // raiseTokens makes the next token at least base + 1.
 func (l *shareLocal) raiseTokens(base int64) {
 	s := l.loc
-	s.mu.Lock()
-	s.token = max(s.token, base)
-	s.mu.Unlock()
+	for {
+		t := s.tokens.Load()
+		if t >= base || s.tokens.CompareAndSwap(t, base) {
+			return
+		}
+	}
 }

@@ -1,7 +1,6 @@
 package core
 
 import (
-	"container/list"
 	"context"
 	"fmt"
 	"sync"
@@ -19,24 +18,29 @@ var localEpoch atomic.Int64
 // ones behind it, as in golang.org/x/sync/semaphore), weights, fencing
 // tokens, a runtime limit and cancellation that never leaks a permit.
 // Leases do not apply: a Local permit is never lost.
+//
+// An Acquire that finds room with nobody queued, and a Release with nobody
+// queued, take no lock: each is one compare-and-swap on state, which holds
+// the free permits (limit − in use, negative after a lowered limit) and a
+// "slow" bit. The bit is set, under mu, while anyone is queued or after
+// Close; then both go through mu, which keeps FIFO order. Because the free
+// count and the bit share one word, a grant without the lock can never
+// overtake a waiter that queued before it, nor use a limit that SetLimit has
+// already lowered.
 type Local struct {
 	name string
 	cfg  config
 
+	state  atomic.Int64 // free<<1 | slowBit
+	tokens atomic.Int64 // the last fencing token granted
+
 	mu      sync.Mutex
 	limit   int64
-	cur     int64
-	token   int64     // the last fencing token granted
-	waiters list.List // of *localWaiter
-	closed  bool
+	waiters waitQueue // non-empty only with slowBit set
+	closed  bool      // slowBit stays set once closed
 }
 
-type localWaiter struct {
-	n     int64
-	ready chan struct{} // closed when granted or failed
-	token int64
-	err   error // set before ready is closed when the waiter failed
-}
+const slowBit = 1
 
 // NewLocal returns an in-process semaphore of limit permits. It panics
 // unless 0 < limit <= MaxLimit, or on a bad option (see Option).
@@ -46,7 +50,10 @@ func NewLocal(limit int64, opts ...Option) *Local {
 
 func newLocal(name string, limit int64, cfg config) *Local {
 	checkLimit("NewLocal limit", limit)
-	return &Local{name: name, cfg: cfg, limit: limit, token: localEpoch.Add(1) << 32}
+	s := &Local{name: name, cfg: cfg, limit: limit}
+	s.state.Store(limit << 1)
+	s.tokens.Store(localEpoch.Add(1) << 32)
+	return s
 }
 
 var _ Semaphore = (*Local)(nil)
@@ -70,18 +77,44 @@ func (s *Local) acquire(ctx context.Context, try bool, opts []AcquireOption) (*P
 	if err != nil {
 		return nil, err
 	}
-	if p, ok, err := reenter(ctx, s.cfg.reentrant, s.name, a.weight, func(o releaser) bool { return o == s }); ok {
-		return p, err
+	if s.cfg.reentrant {
+		if p, ok, err := reenter(ctx, true, s.name, a.weight, s.isOwner); ok {
+			return p, err
+		}
 	}
 	n := a.weight
 	done := ctx.Done()
-	s.mu.Lock()
-	select {
-	case <-done:
-		s.mu.Unlock()
-		return nil, ctxError(ctx, s.name)
-	default:
+	if done != nil {
+		select {
+		case <-done:
+			return nil, ctxError(ctx, s.name)
+		default:
+		}
 	}
+	// The fast path: room, and nobody queued.
+	for {
+		st := s.state.Load()
+		if st&slowBit != 0 || st>>1 < n {
+			break
+		}
+		if s.state.CompareAndSwap(st, st-n<<1) {
+			// The token is taken after the grant and before any release
+			// of it, so a grant that follows a release gets a larger one.
+			p := &Permit{owner: s, weight: n, token: s.tokens.Add(1)}
+			if o := s.cfg.observer; o != nil {
+				o.Observe(Event{Kind: EventAcquired, Name: s.name, Weight: n})
+			}
+			return p, nil
+		}
+	}
+	return s.acquireSlow(ctx, done, try, n)
+}
+
+func (s *Local) isOwner(o releaser) bool { return o == s }
+
+// acquireSlow grants under mu, or queues.
+func (s *Local) acquireSlow(ctx context.Context, done <-chan struct{}, try bool, n int64) (*Permit, error) {
+	s.mu.Lock()
 	switch {
 	case s.closed:
 		s.mu.Unlock()
@@ -90,23 +123,46 @@ func (s *Local) acquire(ctx context.Context, try bool, opts []AcquireOption) (*P
 		limit := s.limit
 		s.mu.Unlock()
 		return nil, invalid("weight %d exceeds the limit %d of %q", n, limit, s.name)
-	case s.limit-s.cur >= n && s.waiters.Len() == 0:
-		s.cur += n
-		s.token++
-		tok := s.token
-		s.mu.Unlock()
-		s.cfg.observe(Event{Kind: EventAcquired, Name: s.name, Weight: n})
-		return &Permit{owner: s, weight: n, token: tok}, nil
-	case try:
-		s.mu.Unlock()
-		return nil, fmt.Errorf("%w: %q", ErrNoPermit, s.name)
+	}
+	for {
+		st := s.state.Load()
+		if st&slowBit == 0 && st>>1 >= n {
+			if !s.state.CompareAndSwap(st, st-n<<1) {
+				continue // a lock-free Acquire or Release got in first
+			}
+			tok := s.tokens.Add(1)
+			s.mu.Unlock()
+			if o := s.cfg.observer; o != nil {
+				o.Observe(Event{Kind: EventAcquired, Name: s.name, Weight: n})
+			}
+			return &Permit{owner: s, weight: n, token: tok}, nil
+		}
+		if try {
+			s.mu.Unlock()
+			return nil, fmt.Errorf("%w: %q", ErrNoPermit, s.name)
+		}
+		// Set the bit in the same step as the count it was decided on,
+		// so that a lock-free Release in between makes us look again.
+		if st&slowBit != 0 || s.state.CompareAndSwap(st, st|slowBit) {
+			break
+		}
 	}
 	w := &localWaiter{n: n, ready: make(chan struct{})}
-	elem := s.waiters.PushBack(w)
+	s.waiters.push(w)
 	s.mu.Unlock()
+	return s.wait(ctx, done, w)
+}
 
-	start := time.Now()
-	s.cfg.observe(Event{Kind: EventWait, Name: s.name, Weight: n})
+// wait waits for w's grant, or for ctx to end.
+func (s *Local) wait(ctx context.Context, done <-chan struct{}, w *localWaiter) (*Permit, error) {
+	n := w.n
+	o := s.cfg.observer
+	var start time.Time
+	if o != nil {
+		start = time.Now()
+		o.Observe(Event{Kind: EventWait, Name: s.name, Weight: n})
+	}
+	var err error
 	select {
 	case <-done:
 		s.mu.Lock()
@@ -115,77 +171,92 @@ func (s *Local) acquire(ctx context.Context, try bool, opts []AcquireOption) (*P
 			if w.err == nil {
 				// Granted after ctx ended: pretend it was not and pass
 				// the permit on (go.dev/issue/63615).
-				s.cur -= n
-				s.notifyWaiters()
+				s.state.Add(n << 1)
 			}
 		default:
-			front := s.waiters.Front() == elem
-			s.waiters.Remove(elem)
-			if front && s.limit > s.cur {
-				s.notifyWaiters()
-			}
+			s.waiters.remove(w)
 		}
+		s.settle()
 		s.mu.Unlock()
-		err := ctxError(ctx, s.name)
-		s.cfg.observe(Event{Kind: EventAbandoned, Name: s.name, Weight: n, Wait: time.Since(start), Err: err})
-		return nil, err
+		err = ctxError(ctx, s.name)
 	case <-w.ready:
 		if w.err != nil {
-			s.cfg.observe(Event{Kind: EventAbandoned, Name: s.name, Weight: n, Wait: time.Since(start), Err: w.err})
-			return nil, w.err
+			err = w.err
+			break
 		}
 		select {
 		case <-done:
 			// ctx ended as the grant arrived: fail, and give the permit back.
 			s.mu.Lock()
-			s.cur -= n
-			s.notifyWaiters()
+			s.state.Add(n << 1)
+			s.settle()
 			s.mu.Unlock()
-			err := ctxError(ctx, s.name)
-			s.cfg.observe(Event{Kind: EventAbandoned, Name: s.name, Weight: n, Wait: time.Since(start), Err: err})
-			return nil, err
+			err = ctxError(ctx, s.name)
 		default:
 		}
-		s.cfg.observe(Event{Kind: EventAcquired, Name: s.name, Weight: n, Wait: time.Since(start)})
-		return &Permit{owner: s, weight: n, token: w.token}, nil
 	}
+	if err != nil {
+		if o != nil {
+			o.Observe(Event{Kind: EventAbandoned, Name: s.name, Weight: n, Wait: time.Since(start), Err: err})
+		}
+		return nil, err
+	}
+	if o != nil {
+		o.Observe(Event{Kind: EventAcquired, Name: s.name, Weight: n, Wait: time.Since(start)})
+	}
+	return &w.p, nil
 }
 
 // notifyWaiters grants permits to queued waiters in FIFO order. It stops at
 // the first waiter that does not fit, so a large request is never starved by
-// smaller ones behind it. s.mu must be held.
+// smaller ones behind it. s.mu must be held; while anyone is queued the slow
+// bit is set, so only holders of s.mu change state.
 func (s *Local) notifyWaiters() {
-	for {
-		next := s.waiters.Front()
-		if next == nil {
-			return
-		}
-		w := next.Value.(*localWaiter)
+	for w := s.waiters.head; w != nil; w = s.waiters.head {
 		if w.n > s.limit {
 			// The limit was lowered below this request: it can never fit.
 			w.err = invalid("weight %d exceeds the limit %d of %q", w.n, s.limit, s.name)
-		} else if s.limit-s.cur < w.n {
+		} else if s.state.Load()>>1 < w.n {
 			return
 		} else {
-			s.cur += w.n
-			s.token++
-			w.token = s.token
+			s.state.Add(-w.n << 1)
+			w.p = Permit{owner: s, weight: w.n, token: s.tokens.Add(1)}
 		}
-		s.waiters.Remove(next)
+		s.waiters.remove(w)
 		close(w.ready)
 	}
 }
 
-func (s *Local) release(_ context.Context, p *Permit) error {
-	s.mu.Lock()
-	s.cur -= p.weight
-	if s.cur < 0 {
-		s.mu.Unlock()
-		panic("core: released more than held")
-	}
+// settle grants what it can to the queue, then clears the slow bit if
+// nobody is left queued and s is open. s.mu must be held.
+func (s *Local) settle() {
 	s.notifyWaiters()
-	s.mu.Unlock()
-	s.cfg.observe(Event{Kind: EventReleased, Name: s.name, Weight: p.weight})
+	if s.waiters.n == 0 && !s.closed {
+		s.state.And(^int64(slowBit))
+	}
+}
+
+func (s *Local) release(_ context.Context, p *Permit) error {
+	n := p.weight
+	for {
+		st := s.state.Load()
+		if st&slowBit != 0 {
+			s.mu.Lock()
+			if s.state.Add(n<<1)>>1 > s.limit {
+				s.mu.Unlock()
+				panic("core: released more than held")
+			}
+			s.settle()
+			s.mu.Unlock()
+			break
+		}
+		if s.state.CompareAndSwap(st, st+n<<1) {
+			break
+		}
+	}
+	if o := s.cfg.observer; o != nil {
+		o.Observe(Event{Kind: EventReleased, Name: s.name, Weight: n})
+	}
 	return nil
 }
 
@@ -199,19 +270,12 @@ func (s *Local) SetLimit(_ context.Context, limit int64) error {
 		return err
 	}
 	s.mu.Lock()
+	s.state.Add((limit - s.limit) << 1)
 	s.limit = limit
 	// Every queued request heavier than the new limit fails now, not only
 	// when it reaches the head.
-	for e := s.waiters.Front(); e != nil; {
-		next := e.Next()
-		if w := e.Value.(*localWaiter); w.n > limit {
-			w.err = invalid("weight %d exceeds the limit %d of %q", w.n, limit, s.name)
-			s.waiters.Remove(e)
-			close(w.ready)
-		}
-		e = next
-	}
-	s.notifyWaiters()
+	s.failHeavier(limit)
+	s.settle()
 	s.mu.Unlock()
 	return nil
 }
@@ -221,7 +285,7 @@ func (s *Local) SetLimit(_ context.Context, limit int64) error {
 func (s *Local) Stats(context.Context) (Stats, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Stats{Limit: s.limit, InUse: s.cur, Waiting: int64(s.waiters.Len())}, nil
+	return Stats{Limit: s.limit, InUse: s.limit - s.state.Load()>>1, Waiting: int64(s.waiters.n)}, nil
 }
 
 // Close fails every queued Acquire with ErrClosed, and every later Acquire
@@ -230,10 +294,10 @@ func (s *Local) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
-	for e := s.waiters.Front(); e != nil; e = s.waiters.Front() {
-		w := e.Value.(*localWaiter)
+	s.state.Or(slowBit)
+	for w := s.waiters.head; w != nil; w = s.waiters.head {
 		w.err = ErrClosed
-		s.waiters.Remove(e)
+		s.waiters.remove(w)
 		close(w.ready)
 	}
 	return nil
