@@ -42,7 +42,7 @@ func NewPermit(r Releaser, g Grant) *Permit {
 		p.owner = external{r}
 	}
 	if !g.GrantedAt.IsZero() {
-		p.grantUS = g.GrantedAt.UnixMicro()
+		p.leaseInfo = &leaseInfo{grantUS: g.GrantedAt.UnixMicro()}
 	}
 	return p
 }

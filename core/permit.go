@@ -32,17 +32,36 @@ type releaser interface {
 }
 
 // Permit is a held share of a semaphore. It is safe for concurrent use.
+//
+// It is 64 bytes: the in-process backend allocates one per Acquire, and
+// the fields that only leased backends need are behind *leaseInfo.
 type Permit struct {
-	owner    releaser
-	weight   int64
-	token    int64
-	id       string        // backend handle (Redis member); empty for Local
-	ttl      int64         // lease in milliseconds (Redis); SetLeaseTTL stores it atomically under the backend's lock
-	lost     chan struct{} // nil: the lease can never be lost
-	inner    *Permit       // the backend's permit, for a Keyed permit
-	grantUS  int64         // Redis TIME of the grant in microseconds
-	queueUS  int64         // Redis TIME at which the request queued (tests)
-	released atomic.Bool
+	owner      releaser
+	weight     int64
+	token      int64
+	lost       chan struct{} // nil: the lease can never be lost
+	inner      *Permit       // the permit this one wraps (Keyed, nested, leased); GrantedAt and ID are its
+	*leaseInfo               // nil for a permit without a lease of its own (Local, Keyed, nested, fallback)
+	released   atomic.Bool
+}
+
+// leaseInfo is what a permit with a backend lease carries (Redis, quorum,
+// NewPermit with a grant time).
+type leaseInfo struct {
+	id      string // backend handle (Redis member)
+	ttl     int64  // lease in milliseconds (Redis); SetLeaseTTL stores it atomically under the backend's lock
+	grantUS int64  // Redis TIME of the grant in microseconds
+	queueUS int64  // Redis TIME at which the request queued (tests)
+}
+
+// lease returns the leaseInfo of p or of the permit it wraps, or nil.
+func (p *Permit) lease() *leaseInfo {
+	for ; p != nil; p = p.inner {
+		if p.leaseInfo != nil {
+			return p.leaseInfo
+		}
+	}
+	return nil
 }
 
 // Weight returns the number of permits held.
@@ -59,10 +78,11 @@ func (p *Permit) Token() int64 { return p.token }
 // GrantedAt returns the Redis server time at which the permit was granted,
 // or the zero time for a permit of the in-process backend or a fallback.
 func (p *Permit) GrantedAt() time.Time {
-	if p.grantUS == 0 {
+	l := p.lease()
+	if l == nil || l.grantUS == 0 {
 		return time.Time{}
 	}
-	return time.UnixMicro(p.grantUS)
+	return time.UnixMicro(l.grantUS)
 }
 
 // Lost returns a channel that is closed when the lease could not be kept:

@@ -67,7 +67,7 @@ func (h *quorumHold) finish(ctx context.Context, start time.Time, need int) (*Pe
 		releaseAll(rctx, perms)
 		return nil, nil
 	}
-	p := &Permit{owner: h, weight: h.a.weight, token: tok, ttl: h.a.ttl.Milliseconds(), lost: h.lost, grantUS: grantUS}
+	p := &Permit{owner: h, weight: h.a.weight, token: tok, lost: h.lost, leaseInfo: &leaseInfo{ttl: h.a.ttl.Milliseconds(), grantUS: grantUS}}
 	h.mu.Lock()
 	h.state, h.need = holdHeld, need
 	for _, np := range h.perm {

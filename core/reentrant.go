@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"sync/atomic"
 )
 
 // Reentrant permits. Redisson counts the re-entries of a lock per thread;
@@ -128,8 +127,8 @@ func reenter(ctx context.Context, on bool, name string, weight int64, same func(
 		if weight > held.weight {
 			return nil, true, invalid("nested acquire of weight %d exceeds the weight %d held in ctx for %q", weight, held.weight, name)
 		}
-		return &Permit{owner: nestedOwner{}, inner: held, weight: weight, token: held.token,
-			id: held.id, ttl: atomic.LoadInt64(&held.ttl), lost: held.lost, grantUS: held.grantUS}, true, nil
+		// ID and GrantedAt are held's, through inner.
+		return &Permit{owner: nestedOwner{}, inner: held, weight: weight, token: held.token, lost: held.lost}, true, nil
 	}
 	return nil, false, nil
 }
