@@ -38,6 +38,8 @@ type Local struct {
 	limit   int64
 	waiters waitQueue // non-empty only with slowBit set
 	closed  bool      // slowBit stays set once closed
+
+	plain permitExt // shared by all of s's permits: they have no per-permit state
 }
 
 const slowBit = 1
@@ -51,6 +53,7 @@ func NewLocal(limit int64, opts ...Option) *Local {
 func newLocal(name string, limit int64, cfg config) *Local {
 	checkLimit("NewLocal limit", limit)
 	s := &Local{name: name, cfg: cfg, limit: limit}
+	s.plain.owner = s
 	s.state.Store(limit << 1)
 	s.tokens.Store(localEpoch.Add(1) << 32)
 	return s
@@ -73,16 +76,19 @@ func (s *Local) TryAcquire(ctx context.Context, opts ...AcquireOption) (*Permit,
 }
 
 func (s *Local) acquire(ctx context.Context, try bool, opts []AcquireOption) (*Permit, error) {
-	a, err := buildAcquire(s.cfg.leaseTTL, opts)
-	if err != nil {
-		return nil, err
+	n := int64(1)
+	if len(opts) != 0 {
+		a, err := buildAcquire(s.cfg.leaseTTL, opts)
+		if err != nil {
+			return nil, err
+		}
+		n = a.weight
 	}
 	if s.cfg.reentrant {
-		if p, ok, err := reenter(ctx, true, s.name, a.weight, s.isOwner); ok {
+		if p, ok, err := reenter(ctx, true, s.name, n, s.isOwner); ok {
 			return p, err
 		}
 	}
-	n := a.weight
 	done := ctx.Done()
 	if done != nil {
 		select {
@@ -100,7 +106,7 @@ func (s *Local) acquire(ctx context.Context, try bool, opts []AcquireOption) (*P
 		if s.state.CompareAndSwap(st, st-n<<1) {
 			// The token is taken after the grant and before any release
 			// of it, so a grant that follows a release gets a larger one.
-			p := &Permit{owner: s, weight: n, token: s.tokens.Add(1)}
+			p := &Permit{permitExt: &s.plain, weight: n, token: s.tokens.Add(1)}
 			if o := s.cfg.observer; o != nil {
 				o.Observe(Event{Kind: EventAcquired, Name: s.name, Weight: n})
 			}
@@ -135,7 +141,7 @@ func (s *Local) acquireSlow(ctx context.Context, done <-chan struct{}, try bool,
 			if o := s.cfg.observer; o != nil {
 				o.Observe(Event{Kind: EventAcquired, Name: s.name, Weight: n})
 			}
-			return &Permit{owner: s, weight: n, token: tok}, nil
+			return &Permit{permitExt: &s.plain, weight: n, token: tok}, nil
 		}
 		if try {
 			s.mu.Unlock()
@@ -163,37 +169,11 @@ func (s *Local) wait(ctx context.Context, done <-chan struct{}, w *localWaiter) 
 		o.Observe(Event{Kind: EventWait, Name: s.name, Weight: n})
 	}
 	var err error
-	select {
-	case <-done:
-		s.mu.Lock()
-		select {
-		case <-w.ready:
-			if w.err == nil {
-				// Granted after ctx ended: pretend it was not and pass
-				// the permit on (go.dev/issue/63615).
-				s.state.Add(n << 1)
-			}
-		default:
-			s.waiters.remove(w)
-		}
-		s.settle()
-		s.mu.Unlock()
-		err = ctxError(ctx, s.name)
-	case <-w.ready:
-		if w.err != nil {
-			err = w.err
-			break
-		}
-		select {
-		case <-done:
-			// ctx ended as the grant arrived: fail, and give the permit back.
-			s.mu.Lock()
-			s.state.Add(n << 1)
-			s.settle()
-			s.mu.Unlock()
-			err = ctxError(ctx, s.name)
-		default:
-		}
+	if done == nil { // a ctx that never ends: no select needed
+		<-w.ready
+		err = w.err
+	} else {
+		err = s.waitCtx(ctx, done, w)
 	}
 	if err != nil {
 		if o != nil {
@@ -205,6 +185,43 @@ func (s *Local) wait(ctx context.Context, done <-chan struct{}, w *localWaiter) 
 		o.Observe(Event{Kind: EventAcquired, Name: s.name, Weight: n, Wait: time.Since(start)})
 	}
 	return &w.p, nil
+}
+
+// waitCtx waits for w's grant or for done, and returns nil if w was
+// granted and ctx is still live. On failure no permit is left held.
+func (s *Local) waitCtx(ctx context.Context, done <-chan struct{}, w *localWaiter) error {
+	select {
+	case <-done:
+		s.mu.Lock()
+		select {
+		case <-w.ready:
+			if w.err == nil {
+				// Granted after ctx ended: pretend it was not and pass
+				// the permit on (go.dev/issue/63615).
+				s.state.Add(w.n << 1)
+			}
+		default:
+			s.waiters.remove(w)
+		}
+		s.settle()
+		s.mu.Unlock()
+		return ctxError(ctx, s.name)
+	case <-w.ready:
+		if w.err != nil {
+			return w.err
+		}
+		select {
+		case <-done:
+			// ctx ended as the grant arrived: fail, and give the permit back.
+			s.mu.Lock()
+			s.state.Add(w.n << 1)
+			s.settle()
+			s.mu.Unlock()
+			return ctxError(ctx, s.name)
+		default:
+			return nil
+		}
+	}
 }
 
 // notifyWaiters grants permits to queued waiters in FIFO order. It stops at
@@ -220,7 +237,7 @@ func (s *Local) notifyWaiters() {
 			return
 		} else {
 			s.state.Add(-w.n << 1)
-			w.p = Permit{owner: s, weight: w.n, token: s.tokens.Add(1)}
+			w.p = Permit{permitExt: &s.plain, weight: w.n, token: s.tokens.Add(1)}
 		}
 		s.waiters.remove(w)
 		close(w.ready)

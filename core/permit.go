@@ -33,35 +33,39 @@ type releaser interface {
 
 // Permit is a held share of a semaphore. It is safe for concurrent use.
 //
-// It is 64 bytes: the in-process backend allocates one per Acquire, and
-// the fields that only leased backends need are behind *leaseInfo.
+// It is 32 bytes: the in-process backend allocates one per Acquire, and
+// garbage collection costs by the byte. What only some permits need is
+// behind *permitExt: a permit of a backend without per-permit state (Local,
+// fail-open) shares its backend's, one with a lease (Redis, quorum) or that
+// wraps another (Keyed, nested, leased) has its own, allocated with it.
 type Permit struct {
-	owner      releaser
+	*permitExt // never nil
 	weight     int64
 	token      int64
-	lost       chan struct{} // nil: the lease can never be lost
-	inner      *Permit       // the permit this one wraps (Keyed, nested, leased); GrantedAt and ID are its
-	*leaseInfo               // nil for a permit without a lease of its own (Local, Keyed, nested, fallback)
 	released   atomic.Bool
 }
 
-// leaseInfo is what a permit with a backend lease carries (Redis, quorum,
-// NewPermit with a grant time).
-type leaseInfo struct {
-	id      string // backend handle (Redis member)
-	ttl     int64  // lease in milliseconds (Redis); SetLeaseTTL stores it atomically under the backend's lock
-	grantUS int64  // Redis TIME of the grant in microseconds
-	queueUS int64  // Redis TIME at which the request queued (tests)
+type permitExt struct {
+	owner   releaser
+	lost    chan struct{} // nil: the lease can never be lost
+	inner   *Permit       // the backend's permit, for a Keyed permit
+	id      string        // backend handle (Redis member); empty for Local
+	ttl     int64         // lease in milliseconds (Redis); SetLeaseTTL stores it atomically under the backend's lock
+	grantUS int64         // Redis TIME of the grant in microseconds
+	queueUS int64         // Redis TIME at which the request queued (tests)
 }
 
-// lease returns the leaseInfo of p or of the permit it wraps, or nil.
-func (p *Permit) lease() *leaseInfo {
-	for ; p != nil; p = p.inner {
-		if p.leaseInfo != nil {
-			return p.leaseInfo
-		}
-	}
-	return nil
+// nopExt is shared by the permits granted without a backend (fail open).
+var nopExt = &permitExt{owner: nopOwner{}}
+
+// newPermit returns a permit with its own x, in one allocation.
+func newPermit(x permitExt, weight, token int64) *Permit {
+	c := &struct {
+		p Permit
+		x permitExt
+	}{x: x}
+	c.p.permitExt, c.p.weight, c.p.token = &c.x, weight, token
+	return &c.p
 }
 
 // Weight returns the number of permits held.
@@ -78,11 +82,10 @@ func (p *Permit) Token() int64 { return p.token }
 // GrantedAt returns the Redis server time at which the permit was granted,
 // or the zero time for a permit of the in-process backend or a fallback.
 func (p *Permit) GrantedAt() time.Time {
-	l := p.lease()
-	if l == nil || l.grantUS == 0 {
+	if p.grantUS == 0 {
 		return time.Time{}
 	}
-	return time.UnixMicro(l.grantUS)
+	return time.UnixMicro(p.grantUS)
 }
 
 // Lost returns a channel that is closed when the lease could not be kept:

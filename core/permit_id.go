@@ -20,10 +20,13 @@ const maxLeaseTTL = 24 * time.Hour
 // permit it is nested in. The id of a permit stays the same for its life;
 // Adopt returns a permit with a new id.
 func (p *Permit) ID() string {
-	if l := p.lease(); l != nil { // a Keyed or nested permit: the one it wraps
-		return l.id
+	for p != nil && p.id == "" && p.inner != nil {
+		p = p.inner // a Keyed permit: its key's permit's
 	}
-	return ""
+	if p == nil {
+		return ""
+	}
+	return p.id
 }
 
 // leaseSetter is a backend that can change a held permit's lease.

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"sync/atomic"
 )
 
 // Reentrant permits. Redisson counts the re-entries of a lock per thread;
@@ -127,8 +128,8 @@ func reenter(ctx context.Context, on bool, name string, weight int64, same func(
 		if weight > held.weight {
 			return nil, true, invalid("nested acquire of weight %d exceeds the weight %d held in ctx for %q", weight, held.weight, name)
 		}
-		// ID and GrantedAt are held's, through inner.
-		return &Permit{owner: nestedOwner{}, inner: held, weight: weight, token: held.token, lost: held.lost}, true, nil
+		return newPermit(permitExt{owner: nestedOwner{}, inner: held, id: held.id,
+			ttl: atomic.LoadInt64(&held.ttl), lost: held.lost, grantUS: held.grantUS}, weight, held.token), true, nil
 	}
 	return nil, false, nil
 }
