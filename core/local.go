@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // localEpoch numbers in-process semaphores. Each one's fencing tokens start
@@ -157,100 +156,6 @@ func (s *Local) acquireSlow(ctx context.Context, done <-chan struct{}, try bool,
 	s.waiters.push(w)
 	s.mu.Unlock()
 	return s.wait(ctx, done, w)
-}
-
-// wait waits for w's grant, or for ctx to end.
-func (s *Local) wait(ctx context.Context, done <-chan struct{}, w *localWaiter) (*Permit, error) {
-	n := w.n
-	o := s.cfg.observer
-	var start time.Time
-	if o != nil {
-		start = time.Now()
-		o.Observe(Event{Kind: EventWait, Name: s.name, Weight: n})
-	}
-	var err error
-	if done == nil { // a ctx that never ends: no select needed
-		<-w.ready
-		err = w.err
-	} else {
-		err = s.waitCtx(ctx, done, w)
-	}
-	if err != nil {
-		if o != nil {
-			o.Observe(Event{Kind: EventAbandoned, Name: s.name, Weight: n, Wait: time.Since(start), Err: err})
-		}
-		return nil, err
-	}
-	if o != nil {
-		o.Observe(Event{Kind: EventAcquired, Name: s.name, Weight: n, Wait: time.Since(start)})
-	}
-	return &w.p, nil
-}
-
-// waitCtx waits for w's grant or for done, and returns nil if w was
-// granted and ctx is still live. On failure no permit is left held.
-func (s *Local) waitCtx(ctx context.Context, done <-chan struct{}, w *localWaiter) error {
-	select {
-	case <-done:
-		s.mu.Lock()
-		select {
-		case <-w.ready:
-			if w.err == nil {
-				// Granted after ctx ended: pretend it was not and pass
-				// the permit on (go.dev/issue/63615).
-				s.state.Add(w.n << 1)
-			}
-		default:
-			s.waiters.remove(w)
-		}
-		s.settle()
-		s.mu.Unlock()
-		return ctxError(ctx, s.name)
-	case <-w.ready:
-		if w.err != nil {
-			return w.err
-		}
-		select {
-		case <-done:
-			// ctx ended as the grant arrived: fail, and give the permit back.
-			s.mu.Lock()
-			s.state.Add(w.n << 1)
-			s.settle()
-			s.mu.Unlock()
-			return ctxError(ctx, s.name)
-		default:
-			return nil
-		}
-	}
-}
-
-// notifyWaiters grants permits to queued waiters in FIFO order. It stops at
-// the first waiter that does not fit, so a large request is never starved by
-// smaller ones behind it. s.mu must be held; while anyone is queued the slow
-// bit is set, so only holders of s.mu change state.
-func (s *Local) notifyWaiters() {
-	for w := s.waiters.head; w != nil; w = s.waiters.head {
-		if w.n > s.limit {
-			// The limit was lowered below this request: it can never fit.
-			w.err = invalid("weight %d exceeds the limit %d of %q", w.n, s.limit, s.name)
-		} else if s.state.Load()>>1 < w.n {
-			return
-		} else {
-			s.state.Add(-w.n << 1)
-			w.p = Permit{permitExt: &s.plain, weight: w.n, token: s.tokens.Add(1)}
-		}
-		s.waiters.remove(w)
-		close(w.ready)
-	}
-}
-
-// settle grants what it can to the queue, then clears the slow bit if
-// nobody is left queued and s is open. s.mu must be held.
-func (s *Local) settle() {
-	s.notifyWaiters()
-	if s.waiters.n == 0 && !s.closed {
-		s.state.And(^int64(slowBit))
-	}
 }
 
 func (s *Local) release(_ context.Context, p *Permit) error {

@@ -82,7 +82,7 @@ func (p *Permit) Token() int64 { return p.token }
 // GrantedAt returns the Redis server time at which the permit was granted,
 // or the zero time for a permit of the in-process backend or a fallback.
 func (p *Permit) GrantedAt() time.Time {
-	if p.grantUS == 0 {
+	if p.permitExt == nil || p.grantUS == 0 { // nil: a zero Permit
 		return time.Time{}
 	}
 	return time.UnixMicro(p.grantUS)
@@ -94,7 +94,12 @@ func (p *Permit) GrantedAt() time.Time {
 // permit without a lease (from the in-process backend, or granted by a
 // fail-open or fail-local policy) returns a nil channel: it is never lost,
 // and its Release does no I/O.
-func (p *Permit) Lost() <-chan struct{} { return p.lost }
+func (p *Permit) Lost() <-chan struct{} {
+	if p.permitExt == nil { // a zero Permit
+		return nil
+	}
+	return p.lost
+}
 
 // Release gives the permit back. Only the first call does anything; later
 // calls return nil. The first call returns ErrNotHeld (wrapped) if the lease
@@ -122,7 +127,7 @@ func (p *Permit) Release(ctx context.Context) error {
 // fail-local policy) does no I/O, and this costs nothing extra. A nil ctx
 // is taken as context.Background().
 func (p *Permit) ReleaseDetached(ctx context.Context, timeout time.Duration) error {
-	if p == nil || p.lost == nil {
+	if p == nil || p.Lost() == nil {
 		return p.Release(ctx)
 	}
 	if ctx == nil {
