@@ -19,8 +19,12 @@ type shareLocal struct {
 func newShareLocal(name string, limit int64, cfg config) *shareLocal {
 	cfg.reentrant = false // handled by leased.acquire
 	loc := newLocal(name, limit, cfg)
-	loc.state.Store(0)  // no share yet: every permit is in the reserve
-	loc.tokens.Store(0) // set from the share epoch at registration
+	loc.mu.Lock()
+	loc.freeze()
+	loc.free = 0         // no share yet: every permit is in the reserve
+	loc.tokBase.Store(0) // set from the share epoch at registration
+	loc.thaw()
+	loc.mu.Unlock()
 	return &shareLocal{loc: loc, reserve: limit}
 }
 
@@ -31,14 +35,15 @@ func (l *shareLocal) set(limit, share int64) {
 	s := l.loc
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.freeze()
 	if limit != s.limit {
-		s.state.Add((limit - s.limit) << 1)
+		s.free += limit - s.limit
 		s.limit = limit
 		s.failHeavier(limit)
 	}
 	share = max(0, min(share, limit))
 	reserve := limit - share
-	s.state.Add(-(reserve - l.reserve) << 1)
+	s.free -= reserve - l.reserve
 	l.reserve = reserve
 	s.settle()
 }
@@ -57,7 +62,7 @@ func (l *shareLocal) state() localState {
 	s := l.loc
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	inUse := s.limit - s.state.Load()>>1 - l.reserve
+	inUse := s.limit - s.freeNow() - l.reserve
 	st := localState{inUse: inUse, waitN: int64(s.waiters.n), share: s.limit - l.reserve, limit: s.limit}
 	for w := s.waiters.head; w != nil; w = w.next {
 		st.waitW += w.n
@@ -71,10 +76,11 @@ func (l *shareLocal) state() localState {
 // raiseTokens makes the next token at least base + 1.
 func (l *shareLocal) raiseTokens(base int64) {
 	s := l.loc
-	for {
-		t := s.tokens.Load()
-		if t >= base || s.tokens.CompareAndSwap(t, base) {
-			return
-		}
+	s.mu.Lock()
+	s.freeze()
+	if s.tokBase.Load()+s.seq < base {
+		s.tokBase.Store(base - s.seq)
 	}
+	s.thaw()
+	s.mu.Unlock()
 }

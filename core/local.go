@@ -19,29 +19,28 @@ var localEpoch atomic.Int64
 // Leases do not apply: a Local permit is never lost.
 //
 // An Acquire that finds room with nobody queued, and a Release with nobody
-// queued, take no lock: each is one compare-and-swap on state, which holds
-// the free permits (limit − in use, negative after a lowered limit) and a
-// "slow" bit. The bit is set, under mu, while anyone is queued or after
-// Close; then both go through mu, which keeps FIFO order. Because the free
-// count and the bit share one word, a grant without the lock can never
-// overtake a waiter that queued before it, nor use a limit that SetLimit has
-// already lowered.
+// queued, take no lock: each is one compare-and-swap on state (see
+// local_state.go). While anyone is queued, or after Close, state is frozen
+// and both go through mu, which keeps FIFO order. Because the free count,
+// the grant count and the frozen bit share one word, a grant without the
+// lock can never overtake a waiter that queued before it, nor use a limit
+// that SetLimit has already lowered.
 type Local struct {
 	name string
 	cfg  config
 
-	state  atomic.Int64 // free<<1 | slowBit
-	tokens atomic.Int64 // the last fencing token granted
+	state   atomic.Uint64 // see local_state.go
+	tokBase atomic.Int64  // a grant's token is tokBase + its seq
 
 	mu      sync.Mutex
 	limit   int64
-	waiters waitQueue // non-empty only with slowBit set
-	closed  bool      // slowBit stays set once closed
+	free    int64     // while state is frozen: limit − permits in use
+	seq     int64     // while state is frozen: the grants so far
+	waiters waitQueue // non-empty only while state is frozen
+	closed  bool      // state stays frozen once closed
 
 	plain permitExt // shared by all of s's permits: they have no per-permit state
 }
-
-const slowBit = 1
 
 // NewLocal returns an in-process semaphore of limit permits. It panics
 // unless 0 < limit <= MaxLimit, or on a bad option (see Option).
@@ -53,8 +52,10 @@ func newLocal(name string, limit int64, cfg config) *Local {
 	checkLimit("NewLocal limit", limit)
 	s := &Local{name: name, cfg: cfg, limit: limit}
 	s.plain.owner = s
-	s.state.Store(limit << 1)
-	s.tokens.Store(localEpoch.Add(1) << 32)
+	s.free = limit
+	s.tokBase.Store(localEpoch.Add(1) << 32)
+	s.state.Store(slowBit)
+	s.thaw()
 	return s
 }
 
@@ -99,13 +100,15 @@ func (s *Local) acquire(ctx context.Context, try bool, opts []AcquireOption) (*P
 	// The fast path: room, and nobody queued.
 	for {
 		st := s.state.Load()
-		if st&slowBit != 0 || st>>1 < n {
+		if st&slowBit != 0 {
 			break
 		}
-		if s.state.CompareAndSwap(st, st-n<<1) {
-			// The token is taken after the grant and before any release
-			// of it, so a grant that follows a release gets a larger one.
-			p := &Permit{permitExt: &s.plain, weight: n, token: s.tokens.Add(1)}
+		free, seq := unpackState(st)
+		if free < n || seq >= seqMax {
+			break
+		}
+		if s.state.CompareAndSwap(st, packState(free-n, seq+1)) {
+			p := &Permit{permitExt: &s.plain, weight: n, token: s.tokBase.Load() + seq + 1}
 			if o := s.cfg.observer; o != nil {
 				o.Observe(Event{Kind: EventAcquired, Name: s.name, Weight: n})
 			}
@@ -129,28 +132,21 @@ func (s *Local) acquireSlow(ctx context.Context, done <-chan struct{}, try bool,
 		s.mu.Unlock()
 		return nil, invalid("weight %d exceeds the limit %d of %q", n, limit, s.name)
 	}
-	for {
-		st := s.state.Load()
-		if st&slowBit == 0 && st>>1 >= n {
-			if !s.state.CompareAndSwap(st, st-n<<1) {
-				continue // a lock-free Acquire or Release got in first
-			}
-			tok := s.tokens.Add(1)
-			s.mu.Unlock()
-			if o := s.cfg.observer; o != nil {
-				o.Observe(Event{Kind: EventAcquired, Name: s.name, Weight: n})
-			}
-			return &Permit{permitExt: &s.plain, weight: n, token: tok}, nil
+	s.freeze()
+	if s.waiters.n == 0 && s.free >= n {
+		s.free -= n
+		tok := s.nextToken()
+		s.thaw()
+		s.mu.Unlock()
+		if o := s.cfg.observer; o != nil {
+			o.Observe(Event{Kind: EventAcquired, Name: s.name, Weight: n})
 		}
-		if try {
-			s.mu.Unlock()
-			return nil, fmt.Errorf("%w: %q", ErrNoPermit, s.name)
-		}
-		// Set the bit in the same step as the count it was decided on,
-		// so that a lock-free Release in between makes us look again.
-		if st&slowBit != 0 || s.state.CompareAndSwap(st, st|slowBit) {
-			break
-		}
+		return &Permit{permitExt: &s.plain, weight: n, token: tok}, nil
+	}
+	if try {
+		s.thaw()
+		s.mu.Unlock()
+		return nil, fmt.Errorf("%w: %q", ErrNoPermit, s.name)
 	}
 	w := &localWaiter{n: n, ready: make(chan struct{})}
 	s.waiters.push(w)
@@ -164,7 +160,8 @@ func (s *Local) release(_ context.Context, p *Permit) error {
 		st := s.state.Load()
 		if st&slowBit != 0 {
 			s.mu.Lock()
-			if s.state.Add(n<<1)>>1 > s.limit {
+			s.freeze()
+			if s.free += n; s.free > s.limit {
 				s.mu.Unlock()
 				panic("core: released more than held")
 			}
@@ -172,7 +169,7 @@ func (s *Local) release(_ context.Context, p *Permit) error {
 			s.mu.Unlock()
 			break
 		}
-		if s.state.CompareAndSwap(st, st+n<<1) {
+		if s.state.CompareAndSwap(st, st+uint64(n)<<1) {
 			break
 		}
 	}
@@ -192,7 +189,8 @@ func (s *Local) SetLimit(_ context.Context, limit int64) error {
 		return err
 	}
 	s.mu.Lock()
-	s.state.Add((limit - s.limit) << 1)
+	s.freeze()
+	s.free += limit - s.limit
 	s.limit = limit
 	// Every queued request heavier than the new limit fails now, not only
 	// when it reaches the head.
@@ -207,7 +205,7 @@ func (s *Local) SetLimit(_ context.Context, limit int64) error {
 func (s *Local) Stats(context.Context) (Stats, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Stats{Limit: s.limit, InUse: s.limit - s.state.Load()>>1, Waiting: int64(s.waiters.n)}, nil
+	return Stats{Limit: s.limit, InUse: s.limit - s.freeNow(), Waiting: int64(s.waiters.n)}, nil
 }
 
 // Close fails every queued Acquire with ErrClosed, and every later Acquire
@@ -215,8 +213,8 @@ func (s *Local) Stats(context.Context) (Stats, error) {
 func (s *Local) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.closed = true
-	s.state.Or(slowBit)
+	s.freeze()
+	s.closed = true // state stays frozen
 	for w := s.waiters.head; w != nil; w = s.waiters.head {
 		w.err = ErrClosed
 		s.waiters.remove(w)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -153,24 +154,35 @@ func TestLocalLimitOneTokensIncrease(t *testing.T) {
 // The weight held never exceeds the highest limit, no token repeats, and
 // nothing leaks.
 func TestLocalMixedPathsHammer(t *testing.T) {
+	hammerLocal(t, []int64{3, 2})
+}
+
+// The same across the limit at which the state word can no longer hold
+// the count (1<<19): every operation then takes the lock, and the lock-free
+// paths come back when the limit is lowered again.
+func TestLocalHammerAcrossLockedMode(t *testing.T) {
+	hammerLocal(t, []int64{3, 1 << 20, 2, 1<<19 - 1, 1 << 19})
+}
+
+func hammerLocal(t *testing.T, limits []int64) {
 	ctx := context.Background()
-	const maxLimit = 3
-	s := core.NewLocal(maxLimit)
+	maxLimit := slices.Max(limits)
+	s := core.NewLocal(limits[0])
 	var inside atomic.Int64
 	var mu sync.Mutex
 	tokens := map[int64]bool{}
 	stop := make(chan struct{})
 	limiterDone := make(chan struct{})
-	go func() { // the limit goes 3, 2, 3, 2, ...
+	go func() { // the limit goes round limits
 		defer close(limiterDone)
 		for i := 0; ; i++ {
 			select {
 			case <-stop:
-				ok(t, s.SetLimit(ctx, maxLimit))
+				ok(t, s.SetLimit(ctx, limits[0]))
 				return
 			default:
 			}
-			ok(t, s.SetLimit(ctx, maxLimit-int64(i%2)))
+			ok(t, s.SetLimit(ctx, limits[i%len(limits)]))
 			runtime.Gosched()
 		}
 	}()
@@ -220,8 +232,8 @@ func TestLocalMixedPathsHammer(t *testing.T) {
 	wg.Wait()
 	close(stop)
 	<-limiterDone
-	wantLocal(t, s, maxLimit, 0, 0)
-	p, err := s.TryAcquire(ctx, core.WithWeight(maxLimit))
+	wantLocal(t, s, limits[0], 0, 0)
+	p, err := s.TryAcquire(ctx, core.WithWeight(limits[0]))
 	ok(t, err)
 	ok(t, p.Release(ctx))
 }

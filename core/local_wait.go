@@ -100,12 +100,13 @@ func (s *Local) waitCtx(ctx context.Context, done <-chan struct{}, w *localWaite
 	select {
 	case <-done:
 		s.mu.Lock()
+		s.freeze()
 		select {
 		case <-w.ready:
 			if w.err == nil {
 				// Granted after ctx ended: pretend it was not and pass
 				// the permit on (go.dev/issue/63615).
-				s.state.Add(w.n << 1)
+				s.free += w.n
 			}
 		default:
 			s.waiters.remove(w)
@@ -121,7 +122,8 @@ func (s *Local) waitCtx(ctx context.Context, done <-chan struct{}, w *localWaite
 		case <-done:
 			// ctx ended as the grant arrived: fail, and give the permit back.
 			s.mu.Lock()
-			s.state.Add(w.n << 1)
+			s.freeze()
+			s.free += w.n
 			s.settle()
 			s.mu.Unlock()
 			return ctxError(ctx, s.name)
@@ -140,11 +142,11 @@ func (s *Local) notifyWaiters() {
 		if w.n > s.limit {
 			// The limit was lowered below this request: it can never fit.
 			w.err = invalid("weight %d exceeds the limit %d of %q", w.n, s.limit, s.name)
-		} else if s.state.Load()>>1 < w.n {
+		} else if s.free < w.n {
 			return
 		} else {
-			s.state.Add(-w.n << 1)
-			w.p = Permit{permitExt: &s.plain, weight: w.n, token: s.tokens.Add(1)}
+			s.free -= w.n
+			w.p = Permit{permitExt: &s.plain, weight: w.n, token: s.nextToken()}
 		}
 		s.waiters.remove(w)
 		close(w.ready)
@@ -155,7 +157,5 @@ func (s *Local) notifyWaiters() {
 // nobody is left queued and s is open. s.mu must be held.
 func (s *Local) settle() {
 	s.notifyWaiters()
-	if s.waiters.n == 0 && !s.closed {
-		s.state.And(^int64(slowBit))
-	}
+	s.thaw()
 }
