@@ -37,14 +37,14 @@ type Grant struct {
 // NewPermit returns a held permit of g, released through r. A nil r makes a
 // permit whose Release does nothing, as for a fail-open grant.
 func NewPermit(r Releaser, g Grant) *Permit {
-	p := &Permit{owner: nopOwner{}, weight: g.Weight, token: g.Token, lost: g.Lost}
+	x := permitExt{owner: nopOwner{}, lost: g.Lost}
 	if r != nil {
-		p.owner = external{r}
+		x.owner = external{r}
 	}
 	if !g.GrantedAt.IsZero() {
-		p.grantUS = g.GrantedAt.UnixMicro()
+		x.grantUS = g.GrantedAt.UnixMicro()
 	}
-	return p
+	return newPermit(x, g.Weight, g.Token)
 }
 
 // external adapts a Releaser to the permit's owner.

@@ -124,7 +124,7 @@ func (k *Keyed) do(ctx context.Context, key string, opts []AcquireOption, try bo
 		k.unref(e)
 		return nil, err
 	}
-	return &Permit{owner: e, weight: p.weight, token: p.token, lost: p.lost, inner: p, grantUS: p.grantUS}, nil
+	return newPermit(permitExt{owner: e, lost: p.lost, inner: p, grantUS: p.grantUS}, p.weight, p.token), nil
 }
 
 func (e *keyedEntry) release(ctx context.Context, p *Permit) error {

@@ -195,7 +195,7 @@ func (l *leased) end(weight int64) {
 
 // hold wraps the local permit in (fresh: its demand is not counted yet).
 func (l *leased) hold(ctx context.Context, inner *Permit, fresh bool) (*Permit, error) {
-	p := &Permit{owner: l, weight: inner.weight, token: inner.token, lost: make(chan struct{}), inner: inner}
+	p := newPermit(permitExt{owner: l, lost: make(chan struct{}), inner: inner}, inner.weight, inner.token)
 	l.mu.Lock()
 	if l.closed {
 		if !fresh {

@@ -19,8 +19,12 @@ type shareLocal struct {
 func newShareLocal(name string, limit int64, cfg config) *shareLocal {
 	cfg.reentrant = false // handled by leased.acquire
 	loc := newLocal(name, limit, cfg)
-	loc.cur = limit // no share yet
-	loc.token = 0   // set from the share epoch at registration
+	loc.mu.Lock()
+	loc.freeze()
+	loc.free = 0         // no share yet: every permit is in the reserve
+	loc.tokBase.Store(0) // set from the share epoch at registration
+	loc.thaw()
+	loc.mu.Unlock()
 	return &shareLocal{loc: loc, reserve: limit}
 }
 
@@ -31,23 +35,17 @@ func (l *shareLocal) set(limit, share int64) {
 	s := l.loc
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.freeze()
 	if limit != s.limit {
+		s.free += limit - s.limit
 		s.limit = limit
-		for e := s.waiters.Front(); e != nil; {
-			next := e.Next()
-			if w := e.Value.(*localWaiter); w.n > limit {
-				w.err = invalid("weight %d exceeds the limit %d of %q", w.n, limit, s.name)
-				s.waiters.Remove(e)
-				close(w.ready)
-			}
-			e = next
-		}
+		s.failHeavier(limit)
 	}
 	share = max(0, min(share, limit))
 	reserve := limit - share
-	s.cur += reserve - l.reserve
+	s.free -= reserve - l.reserve
 	l.reserve = reserve
-	s.notifyWaiters()
+	s.settle()
 }
 
 // localState is what the local semaphore holds.
@@ -64,12 +62,13 @@ func (l *shareLocal) state() localState {
 	s := l.loc
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := localState{inUse: s.cur - l.reserve, waitN: int64(s.waiters.Len()), share: s.limit - l.reserve, limit: s.limit}
-	for e := s.waiters.Front(); e != nil; e = e.Next() {
-		st.waitW += e.Value.(*localWaiter).n
+	inUse := s.limit - s.freeNow() - l.reserve
+	st := localState{inUse: inUse, waitN: int64(s.waiters.n), share: s.limit - l.reserve, limit: s.limit}
+	for w := s.waiters.head; w != nil; w = w.next {
+		st.waitW += w.n
 	}
-	if e := s.waiters.Front(); e != nil {
-		st.head = e.Value.(*localWaiter).n
+	if w := s.waiters.head; w != nil {
+		st.head = w.n
 	}
 	return st
 }
@@ -78,6 +77,10 @@ func (l *shareLocal) state() localState {
 func (l *shareLocal) raiseTokens(base int64) {
 	s := l.loc
 	s.mu.Lock()
-	s.token = max(s.token, base)
+	s.freeze()
+	if s.tokBase.Load()+s.seq < base {
+		s.tokBase.Store(base - s.seq)
+	}
+	s.thaw()
 	s.mu.Unlock()
 }

@@ -1,12 +1,10 @@
 package core
 
 import (
-	"container/list"
 	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // localEpoch numbers in-process semaphores. Each one's fencing tokens start
@@ -19,23 +17,29 @@ var localEpoch atomic.Int64
 // ones behind it, as in golang.org/x/sync/semaphore), weights, fencing
 // tokens, a runtime limit and cancellation that never leaks a permit.
 // Leases do not apply: a Local permit is never lost.
+//
+// An Acquire that finds room with nobody queued, and a Release with nobody
+// queued, take no lock: each is one compare-and-swap on state (see
+// local_state.go). While anyone is queued, or after Close, state is frozen
+// and both go through mu, which keeps FIFO order. Because the free count,
+// the grant count and the frozen bit share one word, a grant without the
+// lock can never overtake a waiter that queued before it, nor use a limit
+// that SetLimit has already lowered.
 type Local struct {
 	name string
 	cfg  config
 
+	state   atomic.Uint64 // see local_state.go
+	tokBase atomic.Int64  // a grant's token is tokBase + its seq
+
 	mu      sync.Mutex
 	limit   int64
-	cur     int64
-	token   int64     // the last fencing token granted
-	waiters list.List // of *localWaiter
-	closed  bool
-}
+	free    int64     // while state is frozen: limit − permits in use
+	seq     int64     // while state is frozen: the grants so far
+	waiters waitQueue // non-empty only while state is frozen
+	closed  bool      // state stays frozen once closed
 
-type localWaiter struct {
-	n     int64
-	ready chan struct{} // closed when granted or failed
-	token int64
-	err   error // set before ready is closed when the waiter failed
+	plain permitExt // shared by all of s's permits: they have no per-permit state
 }
 
 // NewLocal returns an in-process semaphore of limit permits. It panics
@@ -46,7 +50,13 @@ func NewLocal(limit int64, opts ...Option) *Local {
 
 func newLocal(name string, limit int64, cfg config) *Local {
 	checkLimit("NewLocal limit", limit)
-	return &Local{name: name, cfg: cfg, limit: limit, token: localEpoch.Add(1) << 32}
+	s := &Local{name: name, cfg: cfg, limit: limit}
+	s.plain.owner = s
+	s.free = limit
+	s.tokBase.Store(localEpoch.Add(1) << 32)
+	s.state.Store(slowBit)
+	s.thaw()
+	return s
 }
 
 var _ Semaphore = (*Local)(nil)
@@ -66,22 +76,53 @@ func (s *Local) TryAcquire(ctx context.Context, opts ...AcquireOption) (*Permit,
 }
 
 func (s *Local) acquire(ctx context.Context, try bool, opts []AcquireOption) (*Permit, error) {
-	a, err := buildAcquire(s.cfg.leaseTTL, opts)
-	if err != nil {
-		return nil, err
+	n := int64(1)
+	if len(opts) != 0 {
+		a, err := buildAcquire(s.cfg.leaseTTL, opts)
+		if err != nil {
+			return nil, err
+		}
+		n = a.weight
 	}
-	if p, ok, err := reenter(ctx, s.cfg.reentrant, s.name, a.weight, func(o releaser) bool { return o == s }); ok {
-		return p, err
+	if s.cfg.reentrant {
+		if p, ok, err := reenter(ctx, true, s.name, n, s.isOwner); ok {
+			return p, err
+		}
 	}
-	n := a.weight
 	done := ctx.Done()
-	s.mu.Lock()
-	select {
-	case <-done:
-		s.mu.Unlock()
-		return nil, ctxError(ctx, s.name)
-	default:
+	if done != nil {
+		select {
+		case <-done:
+			return nil, ctxError(ctx, s.name)
+		default:
+		}
 	}
+	// The fast path: room, and nobody queued.
+	for {
+		st := s.state.Load()
+		if st&slowBit != 0 {
+			break
+		}
+		free, seq := unpackState(st)
+		if free < n || seq >= seqMax {
+			break
+		}
+		if s.state.CompareAndSwap(st, packState(free-n, seq+1)) {
+			p := &Permit{permitExt: &s.plain, weight: n, token: s.tokBase.Load() + seq + 1}
+			if o := s.cfg.observer; o != nil {
+				o.Observe(Event{Kind: EventAcquired, Name: s.name, Weight: n})
+			}
+			return p, nil
+		}
+	}
+	return s.acquireSlow(ctx, done, try, n)
+}
+
+func (s *Local) isOwner(o releaser) bool { return o == s }
+
+// acquireSlow grants under mu, or queues.
+func (s *Local) acquireSlow(ctx context.Context, done <-chan struct{}, try bool, n int64) (*Permit, error) {
+	s.mu.Lock()
 	switch {
 	case s.closed:
 		s.mu.Unlock()
@@ -90,102 +131,51 @@ func (s *Local) acquire(ctx context.Context, try bool, opts []AcquireOption) (*P
 		limit := s.limit
 		s.mu.Unlock()
 		return nil, invalid("weight %d exceeds the limit %d of %q", n, limit, s.name)
-	case s.limit-s.cur >= n && s.waiters.Len() == 0:
-		s.cur += n
-		s.token++
-		tok := s.token
+	}
+	s.freeze()
+	if s.waiters.n == 0 && s.free >= n {
+		s.free -= n
+		tok := s.nextToken()
+		s.thaw()
 		s.mu.Unlock()
-		s.cfg.observe(Event{Kind: EventAcquired, Name: s.name, Weight: n})
-		return &Permit{owner: s, weight: n, token: tok}, nil
-	case try:
+		if o := s.cfg.observer; o != nil {
+			o.Observe(Event{Kind: EventAcquired, Name: s.name, Weight: n})
+		}
+		return &Permit{permitExt: &s.plain, weight: n, token: tok}, nil
+	}
+	if try {
+		s.thaw()
 		s.mu.Unlock()
 		return nil, fmt.Errorf("%w: %q", ErrNoPermit, s.name)
 	}
 	w := &localWaiter{n: n, ready: make(chan struct{})}
-	elem := s.waiters.PushBack(w)
+	s.waiters.push(w)
 	s.mu.Unlock()
-
-	start := time.Now()
-	s.cfg.observe(Event{Kind: EventWait, Name: s.name, Weight: n})
-	select {
-	case <-done:
-		s.mu.Lock()
-		select {
-		case <-w.ready:
-			if w.err == nil {
-				// Granted after ctx ended: pretend it was not and pass
-				// the permit on (go.dev/issue/63615).
-				s.cur -= n
-				s.notifyWaiters()
-			}
-		default:
-			front := s.waiters.Front() == elem
-			s.waiters.Remove(elem)
-			if front && s.limit > s.cur {
-				s.notifyWaiters()
-			}
-		}
-		s.mu.Unlock()
-		err := ctxError(ctx, s.name)
-		s.cfg.observe(Event{Kind: EventAbandoned, Name: s.name, Weight: n, Wait: time.Since(start), Err: err})
-		return nil, err
-	case <-w.ready:
-		if w.err != nil {
-			s.cfg.observe(Event{Kind: EventAbandoned, Name: s.name, Weight: n, Wait: time.Since(start), Err: w.err})
-			return nil, w.err
-		}
-		select {
-		case <-done:
-			// ctx ended as the grant arrived: fail, and give the permit back.
-			s.mu.Lock()
-			s.cur -= n
-			s.notifyWaiters()
-			s.mu.Unlock()
-			err := ctxError(ctx, s.name)
-			s.cfg.observe(Event{Kind: EventAbandoned, Name: s.name, Weight: n, Wait: time.Since(start), Err: err})
-			return nil, err
-		default:
-		}
-		s.cfg.observe(Event{Kind: EventAcquired, Name: s.name, Weight: n, Wait: time.Since(start)})
-		return &Permit{owner: s, weight: n, token: w.token}, nil
-	}
-}
-
-// notifyWaiters grants permits to queued waiters in FIFO order. It stops at
-// the first waiter that does not fit, so a large request is never starved by
-// smaller ones behind it. s.mu must be held.
-func (s *Local) notifyWaiters() {
-	for {
-		next := s.waiters.Front()
-		if next == nil {
-			return
-		}
-		w := next.Value.(*localWaiter)
-		if w.n > s.limit {
-			// The limit was lowered below this request: it can never fit.
-			w.err = invalid("weight %d exceeds the limit %d of %q", w.n, s.limit, s.name)
-		} else if s.limit-s.cur < w.n {
-			return
-		} else {
-			s.cur += w.n
-			s.token++
-			w.token = s.token
-		}
-		s.waiters.Remove(next)
-		close(w.ready)
-	}
+	return s.wait(ctx, done, w)
 }
 
 func (s *Local) release(_ context.Context, p *Permit) error {
-	s.mu.Lock()
-	s.cur -= p.weight
-	if s.cur < 0 {
-		s.mu.Unlock()
-		panic("core: released more than held")
+	n := p.weight
+	for {
+		st := s.state.Load()
+		if st&slowBit != 0 {
+			s.mu.Lock()
+			s.freeze()
+			if s.free += n; s.free > s.limit {
+				s.mu.Unlock()
+				panic("core: released more than held")
+			}
+			s.settle()
+			s.mu.Unlock()
+			break
+		}
+		if s.state.CompareAndSwap(st, st+uint64(n)<<1) {
+			break
+		}
 	}
-	s.notifyWaiters()
-	s.mu.Unlock()
-	s.cfg.observe(Event{Kind: EventReleased, Name: s.name, Weight: p.weight})
+	if o := s.cfg.observer; o != nil {
+		o.Observe(Event{Kind: EventReleased, Name: s.name, Weight: n})
+	}
 	return nil
 }
 
@@ -199,19 +189,13 @@ func (s *Local) SetLimit(_ context.Context, limit int64) error {
 		return err
 	}
 	s.mu.Lock()
+	s.freeze()
+	s.free += limit - s.limit
 	s.limit = limit
 	// Every queued request heavier than the new limit fails now, not only
 	// when it reaches the head.
-	for e := s.waiters.Front(); e != nil; {
-		next := e.Next()
-		if w := e.Value.(*localWaiter); w.n > limit {
-			w.err = invalid("weight %d exceeds the limit %d of %q", w.n, limit, s.name)
-			s.waiters.Remove(e)
-			close(w.ready)
-		}
-		e = next
-	}
-	s.notifyWaiters()
+	s.failHeavier(limit)
+	s.settle()
 	s.mu.Unlock()
 	return nil
 }
@@ -221,7 +205,7 @@ func (s *Local) SetLimit(_ context.Context, limit int64) error {
 func (s *Local) Stats(context.Context) (Stats, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Stats{Limit: s.limit, InUse: s.cur, Waiting: int64(s.waiters.Len())}, nil
+	return Stats{Limit: s.limit, InUse: s.limit - s.freeNow(), Waiting: int64(s.waiters.n)}, nil
 }
 
 // Close fails every queued Acquire with ErrClosed, and every later Acquire
@@ -229,11 +213,11 @@ func (s *Local) Stats(context.Context) (Stats, error) {
 func (s *Local) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.closed = true
-	for e := s.waiters.Front(); e != nil; e = s.waiters.Front() {
-		w := e.Value.(*localWaiter)
+	s.freeze()
+	s.closed = true // state stays frozen
+	for w := s.waiters.head; w != nil; w = s.waiters.head {
 		w.err = ErrClosed
-		s.waiters.Remove(e)
+		s.waiters.remove(w)
 		close(w.ready)
 	}
 	return nil

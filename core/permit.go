@@ -32,17 +32,40 @@ type releaser interface {
 }
 
 // Permit is a held share of a semaphore. It is safe for concurrent use.
+//
+// It is 32 bytes: the in-process backend allocates one per Acquire, and
+// garbage collection costs by the byte. What only some permits need is
+// behind *permitExt: a permit of a backend without per-permit state (Local,
+// fail-open) shares its backend's, one with a lease (Redis, quorum) or that
+// wraps another (Keyed, nested, leased) has its own, allocated with it.
 type Permit struct {
-	owner    releaser
-	weight   int64
-	token    int64
-	id       string        // backend handle (Redis member); empty for Local
-	ttl      int64         // lease in milliseconds (Redis); SetLeaseTTL stores it atomically under the backend's lock
-	lost     chan struct{} // nil: the lease can never be lost
-	inner    *Permit       // the backend's permit, for a Keyed permit
-	grantUS  int64         // Redis TIME of the grant in microseconds
-	queueUS  int64         // Redis TIME at which the request queued (tests)
-	released atomic.Bool
+	*permitExt // never nil
+	weight     int64
+	token      int64
+	released   atomic.Bool
+}
+
+type permitExt struct {
+	owner   releaser
+	lost    chan struct{} // nil: the lease can never be lost
+	inner   *Permit       // the backend's permit, for a Keyed permit
+	id      string        // backend handle (Redis member); empty for Local
+	ttl     int64         // lease in milliseconds (Redis); SetLeaseTTL stores it atomically under the backend's lock
+	grantUS int64         // Redis TIME of the grant in microseconds
+	queueUS int64         // Redis TIME at which the request queued (tests)
+}
+
+// nopExt is shared by the permits granted without a backend (fail open).
+var nopExt = &permitExt{owner: nopOwner{}}
+
+// newPermit returns a permit with its own x, in one allocation.
+func newPermit(x permitExt, weight, token int64) *Permit {
+	c := &struct {
+		p Permit
+		x permitExt
+	}{x: x}
+	c.p.permitExt, c.p.weight, c.p.token = &c.x, weight, token
+	return &c.p
 }
 
 // Weight returns the number of permits held.
@@ -59,7 +82,7 @@ func (p *Permit) Token() int64 { return p.token }
 // GrantedAt returns the Redis server time at which the permit was granted,
 // or the zero time for a permit of the in-process backend or a fallback.
 func (p *Permit) GrantedAt() time.Time {
-	if p.grantUS == 0 {
+	if p.permitExt == nil || p.grantUS == 0 { // nil: a zero Permit
 		return time.Time{}
 	}
 	return time.UnixMicro(p.grantUS)
@@ -71,7 +94,12 @@ func (p *Permit) GrantedAt() time.Time {
 // permit without a lease (from the in-process backend, or granted by a
 // fail-open or fail-local policy) returns a nil channel: it is never lost,
 // and its Release does no I/O.
-func (p *Permit) Lost() <-chan struct{} { return p.lost }
+func (p *Permit) Lost() <-chan struct{} {
+	if p.permitExt == nil { // a zero Permit
+		return nil
+	}
+	return p.lost
+}
 
 // Release gives the permit back. Only the first call does anything; later
 // calls return nil. The first call returns ErrNotHeld (wrapped) if the lease
@@ -99,7 +127,7 @@ func (p *Permit) Release(ctx context.Context) error {
 // fail-local policy) does no I/O, and this costs nothing extra. A nil ctx
 // is taken as context.Background().
 func (p *Permit) ReleaseDetached(ctx context.Context, timeout time.Duration) error {
-	if p == nil || p.lost == nil {
+	if p == nil || p.Lost() == nil {
 		return p.Release(ctx)
 	}
 	if ctx == nil {

@@ -20,6 +20,9 @@ const maxLeaseTTL = 24 * time.Hour
 // permit it is nested in. The id of a permit stays the same for its life;
 // Adopt returns a permit with a new id.
 func (p *Permit) ID() string {
+	if p == nil || p.permitExt == nil { // a zero Permit
+		return ""
+	}
 	for p != nil && p.id == "" && p.inner != nil {
 		p = p.inner // a Keyed permit: its key's permit's
 	}

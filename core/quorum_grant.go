@@ -67,7 +67,7 @@ func (h *quorumHold) finish(ctx context.Context, start time.Time, need int) (*Pe
 		releaseAll(rctx, perms)
 		return nil, nil
 	}
-	p := &Permit{owner: h, weight: h.a.weight, token: tok, ttl: h.a.ttl.Milliseconds(), lost: h.lost, grantUS: grantUS}
+	p := newPermit(permitExt{owner: h, ttl: h.a.ttl.Milliseconds(), lost: h.lost, grantUS: grantUS}, h.a.weight, tok)
 	h.mu.Lock()
 	h.state, h.need = holdHeld, need
 	for _, np := range h.perm {
@@ -202,7 +202,7 @@ func (h *quorumHold) failedWith(ctx context.Context, opts []AcquireOption, err e
 	q.report(err)
 	switch q.cfg.policy.mode {
 	case 1:
-		return &Permit{owner: nopOwner{}, weight: h.a.weight}, nil
+		return &Permit{permitExt: nopExt, weight: h.a.weight}, nil
 	case 2:
 		if h.try {
 			return q.fallback.TryAcquire(ctx, opts...)

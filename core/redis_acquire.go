@@ -208,8 +208,8 @@ func since(t time.Time) time.Duration {
 // granted makes the permit of holder id and tracks it for renewal. After
 // Close it gives the permit back instead and returns ErrClosed.
 func (s *Redis) granted(ctx context.Context, id string, a acquireConfig, token, grantUS int64, waited time.Duration) (*Permit, error) {
-	p := &Permit{owner: s, weight: a.weight, token: token, id: id, ttl: a.ttl.Milliseconds(),
-		lost: make(chan struct{}), grantUS: grantUS}
+	p := newPermit(permitExt{owner: s, id: id, ttl: a.ttl.Milliseconds(),
+		lost: make(chan struct{}), grantUS: grantUS}, a.weight, token)
 	if !s.b.hold(s, p) {
 		s.leave(ctx, id, a.ttl)
 		return nil, ErrClosed
@@ -287,7 +287,7 @@ func (s *Redis) failed(ctx context.Context, op string, cause error, try bool, op
 	}
 	switch s.b.cfg.policy.mode {
 	case 1:
-		return &Permit{owner: nopOwner{}, weight: weight}, nil
+		return &Permit{permitExt: nopExt, weight: weight}, nil
 	case 2:
 		var p *Permit
 		if try {

@@ -123,8 +123,8 @@ func (s *Redis) adopted(ctx context.Context, nid, info string, ttl time.Duration
 			v[i], _ = strconv.ParseInt(f[i], 10, 64)
 		}
 	}
-	p := &Permit{owner: s, weight: v[0], token: v[1], id: nid, ttl: ttl.Milliseconds(),
-		lost: make(chan struct{}), grantUS: v[2]}
+	p := newPermit(permitExt{owner: s, id: nid, ttl: ttl.Milliseconds(),
+		lost: make(chan struct{}), grantUS: v[2]}, v[0], v[1])
 	if p.weight <= 0 {
 		s.leave(ctx, nid, ttl)
 		return nil, unavailable("adopt", s.name, fmt.Errorf("malformed holder %q", info))

@@ -128,8 +128,8 @@ func reenter(ctx context.Context, on bool, name string, weight int64, same func(
 		if weight > held.weight {
 			return nil, true, invalid("nested acquire of weight %d exceeds the weight %d held in ctx for %q", weight, held.weight, name)
 		}
-		return &Permit{owner: nestedOwner{}, inner: held, weight: weight, token: held.token,
-			id: held.id, ttl: atomic.LoadInt64(&held.ttl), lost: held.lost, grantUS: held.grantUS}, true, nil
+		return newPermit(permitExt{owner: nestedOwner{}, inner: held, id: held.id,
+			ttl: atomic.LoadInt64(&held.ttl), lost: held.lost, grantUS: held.grantUS}, weight, held.token), true, nil
 	}
 	return nil, false, nil
 }

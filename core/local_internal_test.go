@@ -1,0 +1,46 @@
+package core
+
+import (
+	"testing"
+	"unsafe"
+)
+
+// The in-process backend allocates a Permit per Acquire, and garbage
+// collection costs by the byte: keep it in the 32-byte size class.
+func TestPermitSize(t *testing.T) {
+	if n := unsafe.Sizeof(Permit{}); n > 32 {
+		t.Fatalf("Permit is %d bytes, want at most 32", n)
+	}
+}
+
+// When the grant count no longer fits the state word, the state stays
+// frozen: grants go through the lock and tokens keep increasing.
+func TestLocalGrantCountExhausted(t *testing.T) {
+	ctx := t.Context()
+	s := NewLocal(2)
+	s.mu.Lock()
+	s.freeze()
+	s.seq = seqMax - 2
+	s.thaw()
+	s.mu.Unlock()
+	var last int64
+	for i := range 5 {
+		p, err := s.TryAcquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Token() <= last {
+			t.Fatalf("grant %d: token %d after %d", i, p.Token(), last)
+		}
+		last = p.Token()
+		if err := p.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.state.Load()&slowBit == 0 {
+		t.Fatal("state thawed with the grant count at its maximum")
+	}
+	if st, _ := s.Stats(ctx); st != (Stats{Limit: 2}) {
+		t.Fatalf("Stats = %+v", st)
+	}
+}

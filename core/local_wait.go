@@ -1,0 +1,161 @@
+package core
+
+import (
+	"context"
+	"time"
+)
+
+// The queue side of Local: waiters, in FIFO order, and how they are
+// granted or give up.
+
+// localWaiter is a queued Acquire of a Local. The permit it is granted is
+// part of it, so a grant after a wait allocates nothing more.
+type localWaiter struct {
+	next, prev *localWaiter // in Local.waiters
+	n          int64
+	ready      chan struct{} // closed when granted or failed
+	err        error         // set before ready is closed when the waiter failed
+	p          Permit        // the grant; set before ready is closed
+}
+
+// waitQueue is an intrusive FIFO list of waiters (no allocation per node).
+// It is guarded by Local.mu.
+type waitQueue struct {
+	head, tail *localWaiter
+	n          int
+}
+
+func (q *waitQueue) push(w *localWaiter) {
+	w.prev, w.next = q.tail, nil
+	if q.tail == nil {
+		q.head = w
+	} else {
+		q.tail.next = w
+	}
+	q.tail = w
+	q.n++
+}
+
+// remove takes w, which must be queued, out of q.
+func (q *waitQueue) remove(w *localWaiter) {
+	if w.prev == nil {
+		q.head = w.next
+	} else {
+		w.prev.next = w.next
+	}
+	if w.next == nil {
+		q.tail = w.prev
+	} else {
+		w.next.prev = w.prev
+	}
+	w.prev, w.next = nil, nil
+	q.n--
+}
+
+// failHeavier fails and unqueues every waiter heavier than limit: it can
+// never fit. s.mu must be held.
+func (s *Local) failHeavier(limit int64) {
+	for w := s.waiters.head; w != nil; {
+		next := w.next
+		if w.n > limit {
+			w.err = invalid("weight %d exceeds the limit %d of %q", w.n, limit, s.name)
+			s.waiters.remove(w)
+			close(w.ready)
+		}
+		w = next
+	}
+}
+
+// wait waits for w's grant, or for ctx to end.
+func (s *Local) wait(ctx context.Context, done <-chan struct{}, w *localWaiter) (*Permit, error) {
+	n := w.n
+	o := s.cfg.observer
+	var start time.Time
+	if o != nil {
+		start = time.Now()
+		o.Observe(Event{Kind: EventWait, Name: s.name, Weight: n})
+	}
+	var err error
+	if done == nil { // a ctx that never ends: no select needed
+		<-w.ready
+		err = w.err
+	} else {
+		err = s.waitCtx(ctx, done, w)
+	}
+	if err != nil {
+		if o != nil {
+			o.Observe(Event{Kind: EventAbandoned, Name: s.name, Weight: n, Wait: time.Since(start), Err: err})
+		}
+		return nil, err
+	}
+	if o != nil {
+		o.Observe(Event{Kind: EventAcquired, Name: s.name, Weight: n, Wait: time.Since(start)})
+	}
+	return &w.p, nil
+}
+
+// waitCtx waits for w's grant or for done, and returns nil if w was
+// granted and ctx is still live. On failure no permit is left held.
+func (s *Local) waitCtx(ctx context.Context, done <-chan struct{}, w *localWaiter) error {
+	select {
+	case <-done:
+		s.mu.Lock()
+		s.freeze()
+		select {
+		case <-w.ready:
+			if w.err == nil {
+				// Granted after ctx ended: pretend it was not and pass
+				// the permit on (go.dev/issue/63615).
+				s.free += w.n
+			}
+		default:
+			s.waiters.remove(w)
+		}
+		s.settle()
+		s.mu.Unlock()
+		return ctxError(ctx, s.name)
+	case <-w.ready:
+		if w.err != nil {
+			return w.err
+		}
+		select {
+		case <-done:
+			// ctx ended as the grant arrived: fail, and give the permit back.
+			s.mu.Lock()
+			s.freeze()
+			s.free += w.n
+			s.settle()
+			s.mu.Unlock()
+			return ctxError(ctx, s.name)
+		default:
+			return nil
+		}
+	}
+}
+
+// notifyWaiters grants permits to queued waiters in FIFO order. It stops at
+// the first waiter that does not fit, so a large request is never starved by
+// smaller ones behind it. s.mu must be held; while anyone is queued the slow
+// bit is set, so only holders of s.mu change state.
+func (s *Local) notifyWaiters() {
+	for w := s.waiters.head; w != nil; w = s.waiters.head {
+		if w.n > s.limit {
+			// The limit was lowered below this request: it can never fit.
+			w.err = invalid("weight %d exceeds the limit %d of %q", w.n, s.limit, s.name)
+		} else if s.free < w.n {
+			return
+		} else {
+			s.free -= w.n
+			w.p = Permit{permitExt: &s.plain, weight: w.n, token: s.nextToken()}
+		}
+		s.waiters.remove(w)
+		close(w.ready)
+	}
+}
+
+// settle grants what it can to the queue, then clears the slow bit if
+// nobody is left queued and s is open. s.mu must be held.
+func (s *Local) settle() {
+	s.notifyWaiters()
+	s.thaw()
+}
