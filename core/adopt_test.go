@@ -353,12 +353,16 @@ func TestKeyedAdopt(t *testing.T) {
 // renewal that read the TTL unsynchronised would be reported.
 func TestSetLeaseTTLWhileRenewing(t *testing.T) {
 	c, _ := miniClient(t)
-	s := core.NewRedis(c, "churn", 1, core.WithDefaultLeaseTTL(100*time.Millisecond))
+	// Leases of 300–450 ms, renewed every 100 ms: the 100 calls overlap
+	// several renewals, and a stall under load (-race on a busy machine)
+	// would have to last a whole lease to end one (100 ms leases did, about
+	// once in three runs on a loaded machine).
+	s := core.NewRedis(c, "churn", 1, core.WithDefaultLeaseTTL(300*time.Millisecond))
 	defer s.Close()
 	ctx := context.Background()
 	p := acquire(t, s)
 	for i := range 100 {
-		ok(t, p.SetLeaseTTL(ctx, time.Duration(100+i%2*50)*time.Millisecond))
+		ok(t, p.SetLeaseTTL(ctx, time.Duration(300+i%2*150)*time.Millisecond))
 	}
 	ok(t, p.Release(ctx))
 	wantStats(t, s, 0, 0)
