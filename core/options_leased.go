@@ -14,6 +14,11 @@ package core
 // own permits are released (a held permit is never revoked). See the
 // package documentation, "Leased shares", for what changes: FIFO holds only
 // within a process, tokens do not fence across processes, and every
-// process of one semaphore must use the same mode. Ignored by NewLocal,
-// NewQuorum and NewAllOf.
+// process of one semaphore must use the same mode. Choose it for few
+// semaphores with short holds at high rates; not for many semaphores of a
+// small limit (NewRedisKeyed with limit 1 per key, say), where each
+// semaphore's few permits must rotate between processes through Redis at
+// the heartbeat's pace: 29–256 grants/s over 10 to 10,000 semaphores of
+// limit 1 in bench/RESULTS.md §4 (run 11), against 11,000–14,600 in the
+// default mode. Ignored by NewLocal, NewQuorum and NewAllOf.
 func WithLeasedShares() Option { return func(c *config) { c.leased = true } }
