@@ -2,14 +2,12 @@ package core_test
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/coretest"
 )
 
@@ -43,21 +41,7 @@ func TestACLEachClusterRightNeeded(t *testing.T) {
 			t.Cleanup(func() { _ = each("ACL", "DELUSER", user) })
 			c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, Username: user, Password: "pw"})
 			defer c.Close()
-			opts := []core.Option{core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(time.Second)}
-			s1 := core.NewRedis(c, "acl", 1, opts...)
-			defer s1.Close()
-			s2 := core.NewRedis(c, "acl", 1, opts...)
-			defer s2.Close()
-			named := func(err error) {
-				t.Helper()
-				if !errors.Is(err, core.ErrUnavailable) || !strings.Contains(strings.ToLower(err.Error()), cmd) {
-					t.Fatalf("error %v, want ErrUnavailable naming %q", err, cmd)
-				}
-			}
-			_, err := s1.Acquire(ctx)
-			named(err)
-			_, err = s2.TryAcquire(ctx)
-			named(err)
+			wantRightNamed(t, ctx, c, prefix, cmd, true)
 		})
 	}
 }

@@ -22,30 +22,7 @@ func TestClusterSlotMigrating(t *testing.T) {
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: set.Addrs})
 	defer c.Close()
 	const name = "mig"
-	slot, err := c.ClusterKeySlot(ctx, "{"+name+"}").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	src, err := c.MasterForKey(ctx, "{"+name+"}")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dstAddr := set.Addrs[0]
-	if dstAddr == src.Options().Addr {
-		dstAddr = set.Addrs[1]
-	}
-	s := redis.NewClient(&redis.Options{Addr: src.Options().Addr})
-	defer s.Close()
-	d := redis.NewClient(&redis.Options{Addr: dstAddr})
-	defer d.Close()
-	srcID, err := s.Do(ctx, "CLUSTER", "MYID").Text()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dstID, err := d.Do(ctx, "CLUSTER", "MYID").Text()
-	if err != nil {
-		t.Fatal(err)
-	}
+	slot, s, d, srcID, dstID := slotMasters(t, ctx, c, set.Addrs, name)
 	// migrate marks the slot migrating for 1 s, then stable again.
 	migrate := func() <-chan struct{} {
 		t.Helper()
@@ -88,4 +65,35 @@ func TestClusterSlotMigrating(t *testing.T) {
 	}
 	figure(t, "cluster-migrating", "release", time.Since(start))
 	<-done
+}
+
+// slotMasters returns the slot of semaphore name's keys, clients of the
+// master that serves it (s) and of another master (d), and their node ids:
+// what a test needs to move or migrate the slot. The clients close at the
+// end of the test.
+func slotMasters(t *testing.T, ctx context.Context, c *redis.ClusterClient, addrs []string, name string) (slot int64, s, d *redis.Client, srcID, dstID string) {
+	t.Helper()
+	slot, err := c.ClusterKeySlot(ctx, "{"+name+"}").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := c.MasterForKey(ctx, "{"+name+"}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dstAddr := addrs[0]
+	if dstAddr == src.Options().Addr {
+		dstAddr = addrs[1]
+	}
+	s = redis.NewClient(&redis.Options{Addr: src.Options().Addr})
+	d = redis.NewClient(&redis.Options{Addr: dstAddr})
+	t.Cleanup(func() { s.Close(); d.Close() })
+	id := func(c *redis.Client) string {
+		v, err := c.Do(ctx, "CLUSTER", "MYID").Text()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	return slot, s, d, id(s), id(d)
 }

@@ -26,30 +26,7 @@ func TestClusterSlotMoved(t *testing.T) {
 	admin := redis.NewClusterClient(&redis.ClusterOptions{Addrs: set.Addrs})
 	defer admin.Close()
 	const name = "mv"
-	slot, err := admin.ClusterKeySlot(ctx, "{"+name+"}").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	src, err := admin.MasterForKey(ctx, "{"+name+"}")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dstAddr := set.Addrs[0]
-	if dstAddr == src.Options().Addr {
-		dstAddr = set.Addrs[1]
-	}
-	s := redis.NewClient(&redis.Options{Addr: src.Options().Addr})
-	defer s.Close()
-	d := redis.NewClient(&redis.Options{Addr: dstAddr})
-	defer d.Close()
-	id := func(c *redis.Client) string {
-		v, err := c.Do(ctx, "CLUSTER", "MYID").Text()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
-	srcID, dstID := id(s), id(d)
+	slot, s, d, srcID, dstID := slotMasters(t, ctx, admin, set.Addrs, name)
 
 	opts := []core.Option{core.WithKeyPrefix(prefix(t)), core.WithDefaultLeaseTTL(30 * time.Second)}
 	ca := redis.NewClusterClient(&redis.ClusterOptions{Addrs: set.Addrs})
@@ -80,7 +57,7 @@ func TestClusterSlotMoved(t *testing.T) {
 	if err != nil || len(keys) == 0 {
 		t.Fatalf("keys in slot %d: %v %v", slot, keys, err)
 	}
-	host, port, _ := strings.Cut(dstAddr, ":")
+	host, port, _ := strings.Cut(d.Options().Addr, ":")
 	args := []any{"MIGRATE", host, port, "", 0, 5000, "KEYS"}
 	for _, k := range keys {
 		args = append(args, k)
