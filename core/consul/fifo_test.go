@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/consul"
 )
 
 // Waiters of two processes (two Semaphore values, two sessions) are served
@@ -14,43 +15,16 @@ func TestFIFOAcrossProcesses(t *testing.T) {
 	a, b := pair(t, 1, 1, nil, nil)
 	holder, err := a.Acquire(ctx)
 	ok(t, err)
-	const n = 6
-	type grant struct {
-		i     int
-		token int64
-	}
-	grants := make(chan grant, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		s := a
-		if i%2 == 1 {
-			s = b
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			p, err := s.Acquire(ctx)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			grants <- grant{i, p.Token()}
-			_ = p.Release(ctx)
-		}()
-		waitQueued(t, a, int64(i+1))
-	}
+	tokens, wait := queueAlternating(t, a, b, 6)
 	ok(t, holder.Release(ctx))
-	wg.Wait()
-	close(grants)
-	want, last := 0, holder.Token()
-	for g := range grants {
-		if g.i != want {
-			t.Fatalf("grant %d went to waiter %d: not FIFO", want, g.i)
+	wait()
+	// A grant's token is its Raft index: token order is grant order.
+	last := holder.Token()
+	for i, tok := range tokens {
+		if tok <= last {
+			t.Fatalf("waiter %d granted with token %d after %d: not FIFO, or tokens not increasing (tokens %v)", i, tok, last, tokens)
 		}
-		if g.token <= last {
-			t.Fatalf("waiter %d: token %d after %d, want increasing", g.i, g.token, last)
-		}
-		want, last = want+1, g.token
+		last = tok
 	}
 	wantStats(t, a, 0, 0)
 }
@@ -87,30 +61,10 @@ func TestFIFOAtLimitTwo(t *testing.T) {
 	ok(t, err)
 	h2, err := b.Acquire(ctx)
 	ok(t, err)
-	const n = 8
-	tokens := make([]int64, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		s := a
-		if i%2 == 1 {
-			s = b
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			p, err := s.Acquire(ctx)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			tokens[i] = p.Token()
-			_ = p.Release(ctx)
-		}()
-		waitQueued(t, a, int64(i+1))
-	}
+	tokens, wait := queueAlternating(t, a, b, 8)
 	ok(t, h1.Release(ctx))
 	ok(t, h2.Release(ctx))
-	wg.Wait()
+	wait()
 	last := max(h1.Token(), h2.Token())
 	for i, tok := range tokens {
 		if tok <= last {
@@ -119,4 +73,32 @@ func TestFIFOAtLimitTwo(t *testing.T) {
 		last = tok
 	}
 	wantStats(t, a, 0, 0)
+}
+
+// queueAlternating queues n Acquire calls, alternately on a and b, each
+// once the one before it is queued; each releases at once when granted.
+// It returns the tokens of the grants by arrival, complete once wait
+// returns.
+func queueAlternating(t *testing.T, a, b *consul.Semaphore, n int) (tokens []int64, wait func()) {
+	t.Helper()
+	ctx := background()
+	tokens = make([]int64, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		s := a
+		if i%2 == 1 {
+			s = b
+		}
+		wg.Go(func() {
+			p, err := s.Acquire(ctx)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			tokens[i] = p.Token()
+			_ = p.Release(ctx)
+		})
+		waitQueued(t, a, int64(i+1))
+	}
+	return tokens, wg.Wait
 }
