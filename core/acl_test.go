@@ -25,7 +25,7 @@ import (
 // aclClusterCommands. Keys match "<prefix>*" and channels "<prefix>notify:*".
 // Keep it in step with the README's "Security" section; TestACLCommandsCoverScripts
 // fails when a script calls a command not listed here.
-const aclCommands = "+evalsha +eval +subscribe +time +hmget +hset +hget +hgetall +hdel +exists +get +set +del +pexpireat +persist +zadd +zcount +zrange +zrangebyscore +zremrangebyscore +zrem +zscore +publish +pubsub|numsub"
+const aclCommands = "+evalsha +eval +subscribe +time +hmget +hset +hget +hgetall +hdel +exists +get +set +del +pexpireat +persist +zadd +zpopmin +zcard +zrange +zrangebyscore +zremrangebyscore +zrem +zscore +publish +pubsub|numsub"
 
 // aclClusterCommands are the further rights of a Cluster client: the slot
 // map, and sharded pub/sub (each semaphore's shard channel; issue 7,

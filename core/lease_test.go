@@ -54,6 +54,42 @@ func TestRedisLeaseRemovedOnRealServer(t *testing.T) {
 	}
 }
 
+// TestRedisQueueRemovedOnRealServer drops the queue on a real server while
+// a waiter of another process waits, as an eviction or a failover that lost
+// the write would. The waiter must still get the permit when the holder
+// releases it: its heartbeat finds it missing from the queue (the counts
+// disagree with the queue's size), and it queues again. The old scripts
+// kept such a waiter alive at every heartbeat and never granted it.
+func TestRedisQueueRemovedOnRealServer(t *testing.T) {
+	c := realClient(t)
+	prefix := uniquePrefix(t)
+	ttl := core.WithDefaultLeaseTTL(300 * time.Millisecond)
+	holder := core.NewRedis(c, "noq", 1, core.WithKeyPrefix(prefix), ttl)
+	defer holder.Close()
+	obs, queued := queueObserver()
+	waiter := core.NewRedis(c, "noq", 1, core.WithKeyPrefix(prefix), ttl, core.WithObserver(obs))
+	defer waiter.Close()
+	ctx := context.Background()
+	p := acquire(t, holder)
+	got := make(chan error, 1)
+	go func() {
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		wp, err := waiter.Acquire(wctx)
+		if err == nil {
+			err = wp.Release(ctx)
+		}
+		got <- err
+	}()
+	<-queued
+	ok(t, c.Del(ctx, prefix+"{noq}:q").Err())
+	ok(t, p.Release(ctx))
+	if err := <-got; err != nil {
+		t.Fatalf("the waiter whose queue entry was lost: %v, want the permit", err)
+	}
+	wantStats(t, holder, 0, 0)
+}
+
 // TestRedisRenewalKeepsLease holds a permit for several lease TTLs.
 func TestRedisRenewalKeepsLease(t *testing.T) {
 	c := realClient(t)

@@ -21,6 +21,7 @@ type Redis struct {
 	clock    serverClock  // Redis TIME against the local clock
 	seen     atomic.Int64 // the limit in force, as the last script said (Quorum)
 	leased   *leased      // WithLeasedShares; nil in the default mode
+	probeAt  atomic.Int64 // unix ns: the next queued Acquire probes its channel (redis_acquire.go)
 }
 
 var _ Semaphore = (*Redis)(nil)

@@ -162,7 +162,10 @@ func (s *Redis) runAcquire(ctx context.Context, id string, a acquireConfig, try 
 	}
 	for attempt := 0; ; attempt++ {
 		deadline := s.serverDeadline(ctx, attempt > 0)
-		r, err := s.run(ctx, scriptAcquire, s.limit, id, a.weight, a.ttl.Milliseconds(), tryArg, deadline, s.b.checkLive)
+		r, err := s.run(ctx, scriptAcquire, s.limit, id, a.weight, a.ttl.Milliseconds(), tryArg, deadline, s.b.checkLive, s.probe(try))
+		if err != nil || r.deaf {
+			s.probeAt.Store(0) // the next one probes again
+		}
 		if err != nil {
 			if !neverSent(err) {
 				s.leave(ctx, id, a.ttl)
@@ -196,6 +199,27 @@ func (s *Redis) runAcquire(ctx context.Context, id string, a acquireConfig, try 
 		}
 		return r, nil
 	}
+}
+
+// probeEvery is how often a queued Acquire probes that somebody listens on
+// its channel where the script ran. The probe finds a subscription left on a
+// server that is no longer the master (after a failover, before the
+// follower moved it); a waiter queued unprobed meanwhile is skipped by its
+// grant (nobody listens there) and queues again at its next heartbeat. A
+// failed round trip makes the next Acquire probe at once.
+const probeEvery = time.Second
+
+// probe returns the acquire script's probe argument: "1" at most every
+// probeEvery per semaphore, for an Acquire that may queue.
+func (s *Redis) probe(try bool) string {
+	if try || s.b.checkLive != "1" {
+		return "0"
+	}
+	now := time.Now().UnixNano()
+	if at := s.probeAt.Load(); now < at || !s.probeAt.CompareAndSwap(at, now+int64(probeEvery)) {
+		return "0"
+	}
+	return "1"
 }
 
 func since(t time.Time) time.Duration {

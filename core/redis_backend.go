@@ -121,7 +121,7 @@ func (b *redisBackend) semaphore(name string, limit int64, owned bool) *Redis {
 	}
 	tag := b.cfg.prefix + "{" + name + "}:"
 	s := &Redis{b: b, name: name, label: name, limit: limit, owned: owned,
-		keys: []string{tag + "m", tag + "h", tag + "q", tag + "qe", tag + "p"}}
+		keys: []string{tag + "m", tag + "h", tag + "q", tag + "p"}}
 	s.notify = b.channel
 	if b.sharded {
 		// The channel's hash tag is the semaphore's: the same slot.

@@ -1,5 +1,6 @@
 -- ARGV: limit, channel, id, weight, ttl_ms, try (1 or 0), deadline_us (0:
--- none), check (1: skip this waiter if its process stops listening).
+-- none), check (1: skip this waiter if its process stops listening), probe
+-- (1: report whether anybody here listens on the caller's channel).
 -- Returns {code, value, limit, notes}: code 1 granted (value = token),
 -- 0 no permit (try), 2 queued (value = ms to the earliest lease end, or -1),
 -- -1 weight above the limit, -3 refused: delivered after deadline_us (Redis
@@ -8,7 +9,7 @@
 -- a queued id reports it queued; neither changes anything, and both add a
 -- sixth element 1 (an earlier reply was lost, with any grants it carried).
 -- The seventh is 1 if the caller queued but nobody here listens on its
--- channel (check = 1 only).
+-- channel (probe = 1 only).
 local id, w, ttl, try = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6] == '1'
 local deadline = tonumber(ARGV[7]) or 0
 F.start(id)
@@ -28,21 +29,20 @@ elseif deadline > 0 and V.now_us > deadline then
 elseif w > V.limit then
   code = -1
 else
-  if free and V.used + w > V.limit then F.derive() end
+  -- A full semaphore with nobody queued: first make sure the counts are
+  -- right (keys lost apart), at the cost of two commands.
+  if free and V.used + w > V.limit then F.check(); free = F.grant() end
   if free and V.used + w <= V.limit then
     code, value = 1, F.hold(id, w, ttl)
   elseif not try then
     -- Probe first (before any write): with no subscriber of the caller's
     -- channel here, its subscription is on another server (a demoted
     -- master) and the caller must subscribe again.
-    if ARGV[8] == '1' and F.listeners(V.mychan) == 0 then deaf = 1 end
-    V.qseq = V.qseq + 1
-    redis.call('ZADD', V.W, V.qseq, id)
-    redis.call('ZADD', V.E, F.alive(ttl), id)
-    F.put('#' .. id, 'q' .. F.int(w) .. ':' .. F.int(ttl) .. ':' .. (ARGV[8] or '0') .. ':' .. V.mychan)
-    -- The hint (ms to the earliest lease end) from the lower bound minl,
-    -- without another command: a waiter that reaps early is told again.
-    code, value = 2, V.minl < V.now + 3600000 and V.minl - V.now or -1
+    if ARGV[9] == '1' and F.listeners(V.mychan) == 0 then deaf = 1 end
+    F.queue(id, w, ttl, ARGV[8] or '0')
+    -- The hint: ms to the earliest lease end (a lower bound, without
+    -- another command: a waiter that reaps early is told again).
+    code, value = 2, F.next_expiry()
   end
 end
 return {code, value, V.limit, F.finish(), V.now_us, again, deaf}

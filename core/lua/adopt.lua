@@ -25,12 +25,11 @@ if deadline > 0 and V.now_us > deadline then
   return {{}, -3, V.limit, F.finish(), V.now_us}
 end
 local info = F.get('#' .. id)
-local s = info and string.sub(info, 1, 1) == 'h' and redis.call('ZSCORE', V.L, id)
+local s = info and string.sub(info, 1, 1) == 'h' and redis.call('ZSCORE', V.T, id)
 if not s or tonumber(s) <= V.now then
   return {{}, 0, V.limit, F.finish(), V.now_us}
 end
-redis.call('ZREM', V.L, id)
 F.put('#' .. nid, info)
-redis.call('ZADD', V.L, F.lease_end(V.now + ttl), nid)
-F.tombstone(id, 3, tomb)
+F.tadd(F.lease_end(V.now + ttl), nid)
+F.tombstone(id, 3, tomb) -- the holders' count is unchanged: nid took id's place
 return {{string.sub(info, 2)}, 1, V.limit, F.finish(), V.now_us}

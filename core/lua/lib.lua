@@ -1,46 +1,52 @@
 -- Shared prelude of every distsem script (core/scripts.go prepends it).
 -- KEYS, all under one hash tag:
 --   1 S  hash: the state: limit, used and hn (the holders' weights and
---        number), tok (last fencing token), qseq (queue order), exp, minl,
---        mine (expiry bookkeeping), and per id the field '#'..id:
---          'h<weight>:<token>:<grant_us>'       a holder
---          'q<weight>:<ttl_ms>:<check>:<chan>'  a queued waiter
+--        number), qn and xn (the numbers of waiters and tombstones), tok
+--        (last fencing token), qseq (queue order), exp, minl, mine (expiry
+--        bookkeeping), and per id the field '#'..id:
+--          'h<weight>:<token>:<grant_us>'  a holder
+--          'q<member>'                     a queued waiter (its member of W)
 --          'x<code>'  a tombstone: id was unknown (0), released (1), left
 --                     the queue (2), adopted away (3), released by id (4)
---   2 L  zset: holder id -> lease end (ms, Redis TIME)
---   3 W  zset: waiter id -> arrival sequence (FIFO order)
---   4 E  zset: waiter id or tombstone -> end (ms)
---   5 P  string: the limit pinned by SetLimit (never expires)
--- Invariants: L holds exactly the ids whose field is a holder, W those that
--- are waiters, E the waiters and tombstones. L, W and E also hold a
--- sentinel member '' scored 2^53, so they never empty: they are created,
--- and given their expiry, with the semaphore, not on the busy path. S, L,
--- W and E share one expiry, extended only when the latest end comes within
--- GRACE/2 of it.
+--   2 T  zset: every id of S -> its end (ms, Redis TIME): a holder's lease
+--        end, a waiter's liveness end, a tombstone's end
+--   3 W  zset: the queue: member '<weight>:<ttl_ms>:<check>:<#chan>:<chan><id>'
+--        -> arrival sequence; a grant pops the head with everything it needs
+--   4 P  string: the limit pinned by SetLimit (never expires)
+-- Invariants: T holds exactly the ids that have a field, and hn + qn + xn
+-- of them; W holds the members of the waiters, qn of them. T and W also
+-- hold a sentinel member '' scored 2^53, so they never empty: they are
+-- created, and given their expiry, with the semaphore, not on the busy path.
+-- S, T and W share one expiry, extended only when the latest end comes
+-- within GRACE/2 of it. One zset for every end means one ZADD for a
+-- release and the grant it makes (a tombstone and a lease), sent at the
+-- end of the script with every other end it set.
 -- Every script is idempotent per id: running it twice (a client retry, or a
 -- copy delivered late) has the effect of running it once. used is the sum
 -- of the holders' weights: every change of a holder changes it by the weight
--- added or removed, and derive() recomputes it from the holders (stats, set
--- limit, an acquire that does not fit, and a heartbeat that finds the
--- number of holders changed behind its back), so a count that went wrong
--- (keys lost apart) is repaired.
+-- added or removed, and derive() recomputes the counts from T and W (stats,
+-- set limit, an acquire that does not fit, and a heartbeat that finds T or W
+-- of another size than the counts say), so counts that went wrong (keys
+-- lost apart) are repaired.
 -- Cost: a script's time is its redis.call()s (about 1 µs each) and its own
 -- Lua work, of which making this prelude's functions (closures, about 0.1 µs
 -- each) was the largest part. So writes to S are collected and sent in one
--- HSET (and one HDEL) at the end; the functions share their state through
--- two tables, V (values) and F (functions), instead of capturing many locals;
--- and only the functions of the busy path are made on every run: the others
--- are made by cold() when a script first asks F for one of them.
+-- HSET (and one HDEL) at the end, as are the ends added to T; the functions
+-- share their state through two tables, V (values) and F (functions),
+-- instead of capturing many locals; and only the functions of the busy path
+-- are made on every run: the others are made by cold() when a script first
+-- asks F for one of them.
 -- ARGV[1] is the caller's configured limit, ARGV[2] its notification channel.
 local t = redis.call('TIME')
 local V = {
-  S = KEYS[1], L = KEYS[2], W = KEYS[3], E = KEYS[4], P = KEYS[5],
+  S = KEYS[1], T = KEYS[2], W = KEYS[3], P = KEYS[4],
   mychan = ARGV[2],
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000),
   now_us = tonumber(t[1]) * 1000000 + tonumber(t[2]),
-  fresh = false, latest = 0, pend = {}, order = {},
+  fresh = false, latest = 0, pend = {}, order = {}, tz = {},
   -- Every field that start() sets, here too: a table that grows rehashes.
-  limit = 0, used = 0, tok = 0, exp = 0, minl = 0, mine = 0, qseq = 0, hn = 0,
+  limit = 0, used = 0, tok = 0, exp = 0, minl = 0, mine = 0, qseq = 0,
+  hn = 0, qn = 0, xn = 0,
   cache = false, o = false, notes = false, stop = false,
 }
 local F = {}
@@ -48,32 +54,34 @@ local GRACE = 60000   -- keys outlive the last lease or waiter by this much
 local SLACK = 100     -- dead waiters and tombstones go at most SLACK ms late
 local SENTINEL = 9007199254740992 -- 2^53, above every end and sequence
 local SENTINEL_S = '9007199254740992'
+-- The counters of S that start() reads and finish() writes back, in order.
+local COUNTERS = {'used', 'tok', 'exp', 'minl', 'mine', 'qseq', 'hn', 'qn', 'xn'}
 
 -- The busy path: start, get, put, purge, hold, tombstone, grant, finish.
 
--- start reads the state, and the field of id if given (of id2 with get());
--- a semaphore without state is created with the pinned limit, or the
--- caller's.
-function F.start(id, id2)
+-- start reads the state, and the field of id if given; a semaphore without
+-- state is created with the pinned limit, or the caller's.
+function F.start(id)
   local m
   if id then
-    m = redis.call('HMGET', V.S, 'limit', 'used', 'tok', 'exp', 'minl', 'mine', 'qseq', 'hn', '#' .. id)
-    V.cache = {['#' .. id] = m[9] or false}
+    m = redis.call('HMGET', V.S, 'limit', 'used', 'tok', 'exp', 'minl', 'mine', 'qseq', 'hn', 'qn', 'xn', '#' .. id)
+    V.cache = {['#' .. id] = m[11] or false}
   else
-    m = redis.call('HMGET', V.S, 'limit', 'used', 'tok', 'exp', 'minl', 'mine', 'qseq', 'hn')
+    m = redis.call('HMGET', V.S, 'limit', 'used', 'tok', 'exp', 'minl', 'mine', 'qseq', 'hn', 'qn', 'xn')
     V.cache = {}
   end
   local o = {}
-  for i = 2, 8 do o[i] = tonumber(m[i]) or 0 end
+  for i = 2, 10 do o[i] = tonumber(m[i]) or 0 end
   V.o = o -- as read: finish() writes back what changed
-  V.limit, V.used, V.tok, V.exp, V.minl, V.mine, V.qseq, V.hn =
-    tonumber(m[1]), o[2], o[3], o[4], o[5], o[6], o[7], o[8]
+  V.limit, V.used, V.tok, V.exp, V.minl, V.mine, V.qseq, V.hn, V.qn, V.xn =
+    tonumber(m[1]), o[2], o[3], o[4], o[5], o[6], o[7], o[8], o[9], o[10]
   if not V.limit then
     V.limit = tonumber(redis.call('GET', V.P)) or tonumber(ARGV[1])
     F.put('limit', V.limit)
     V.fresh = true
     -- Leftovers of keys that lost their state are not trusted.
-    redis.call('DEL', V.L, V.W, V.E)
+    redis.call('DEL', V.T, V.W)
+    V.used, V.hn, V.qn, V.xn, V.minl, V.mine = 0, 0, 0, 0, SENTINEL, SENTINEL
   end
 end
 
@@ -91,6 +99,13 @@ function F.put(f, v)
   if V.pend[f] == nil then V.order[#V.order + 1] = f end
   V.pend[f] = v
 end
+-- tadd sets id's end in T to at, sent at the end of the script (or before
+-- the script reads T: tflush).
+function F.tadd(at, id)
+  local tz = V.tz
+  tz[#tz + 1] = at
+  tz[#tz + 1] = id
+end
 
 -- purge drops expired holders (their permits come back) as soon as their
 -- lease ends, and dead waiters and old tombstones at most SLACK ms late.
@@ -99,59 +114,62 @@ function F.purge()
 end
 
 function F.hold(id, w, ttl)
-  local now = V.now
   V.used, V.hn = V.used + w, V.hn + 1
   V.tok = math.max(V.tok + 1, V.now_us)
-  local at = now + ttl
+  local at = V.now + ttl
   if at > V.latest then V.latest = at end
   if at < V.minl then V.minl = at end
-  redis.call('ZADD', V.L, at, id)
+  F.tadd(at, id)
   F.put('#' .. id, string.format('h%d:%d:%d', w, V.tok, V.now_us))
   return V.tok
 end
 
 -- tombstone remembers for ttl ms (longer than a late copy can come) that id
 -- was released, left the queue or was unknown (code), so that a late copy
--- of its acquire is refused and a repeated release answers the same.
+-- of its acquire is refused and a repeated release answers the same. The
+-- caller has taken id out of the holders' or the waiters' count.
 function F.tombstone(id, code, ttl)
   local at = V.now + ttl
   if at > V.latest then V.latest = at end
   if at < V.mine then V.mine = at end
+  V.xn = V.xn + 1
   F.put('#' .. id, 'x' .. code)
-  redis.call('ZADD', V.E, at, id)
+  F.tadd(at, id)
 end
 
 -- Grant to the head of the queue while it fits (strict FIFO: a head that
 -- does not fit blocks everyone behind it). A head heavier than the limit
 -- can never fit and is told so with token -1.
--- It returns true if the queue is then empty, false if it is not or if
--- every permit is in use (the queue is then not looked at).
+-- It returns true if the queue is then empty.
 function F.grant()
-  while V.used < V.limit do
-    local head = redis.call('ZRANGE', V.W, 0, 0)
-    if #head == 0 or head[1] == '' then return true end
-    F.grant_head(head[1])
+  while V.qn > 0 and V.used < V.limit do
+    local h = redis.call('ZPOPMIN', V.W)
+    if h[1] == nil or h[1] == '' then
+      -- Only the sentinel: the count was wrong.
+      if h[1] then redis.call('ZADD', V.W, SENTINEL_S, '') end
+      V.qn = 0
+      return true
+    end
+    F.grant_head(h[1], h[2])
     if V.stop then return false end
   end
-  return false
+  return V.qn == 0
 end
 
--- finish stores what changed in one HSET and one HDEL, extends the keys'
--- expiry when needed, publishes the grants of other processes and returns
--- those of the caller's process.
+-- finish stores what changed in one HSET and one HDEL, and the new ends in
+-- one ZADD, extends the keys' expiry when needed, publishes the grants of
+-- other processes and returns those of the caller's process.
 function F.finish()
   local refresh = V.fresh or V.latest + GRACE / 2 > V.exp
-  if refresh then
-    V.exp = math.max(V.latest, V.now) + GRACE
-    F.put('exp', V.exp)
-  end
+  if refresh then V.exp = math.max(V.latest, V.now) + GRACE end
   local set, del, order, pend, o = {}, nil, V.order, V.pend, V.o
-  if V.used ~= o[2] then set[#set + 1] = 'used'; set[#set + 1] = V.used end
-  if V.tok ~= o[3] then set[#set + 1] = 'tok'; set[#set + 1] = string.format('%d', V.tok) end
-  if V.minl ~= o[5] then set[#set + 1] = 'minl'; set[#set + 1] = V.minl end
-  if V.mine ~= o[6] then set[#set + 1] = 'mine'; set[#set + 1] = V.mine end
-  if V.qseq ~= o[7] then set[#set + 1] = 'qseq'; set[#set + 1] = V.qseq end
-  if V.hn ~= o[8] then set[#set + 1] = 'hn'; set[#set + 1] = V.hn end
+  for i = 1, 9 do
+    local v = V[COUNTERS[i]]
+    if v ~= o[i + 1] then
+      set[#set + 1] = COUNTERS[i]
+      set[#set + 1] = v >= 1e14 and string.format('%d', v) or v
+    end
+  end
   for i = 1, #order do
     local f = order[i]
     local v = pend[f]
@@ -165,28 +183,20 @@ function F.finish()
   if #set > 1000 then F.chunked('HSET', V.S, set)
   elseif #set > 0 then redis.call('HSET', V.S, unpack(set)) end
   if del then F.chunked('HDEL', V.S, del) end
+  local tz = V.tz
+  if #tz > 1000 then F.tflush()
+  elseif #tz > 0 then redis.call('ZADD', V.T, unpack(tz)) end
   if refresh then F.expire() end
   if not V.notes then return {} end
   return F.publish()
 end
 
--- The rest is made on first use.
-local function cold()
+-- The hand-off path (queue, grant to the head, notify) is made when a
+-- script first asks F for one of its functions, the rest after it.
+local function warm()
 
 -- Lua 5.1 prints large numbers in exponent form: format integers exactly.
 function F.int(x) return string.format('%d', x) end
-
--- chunked runs cmd key args..., in chunks (unpack is bounded).
-function F.chunked(cmd, key, args)
-  for i = 1, #args, 1000 do redis.call(cmd, key, unpack(args, i, math.min(i + 999, #args))) end
-end
-
--- expire extends the expiry of every key to V.exp, and (re)creates the
--- sentinels: a zset lost apart from S gets one again.
-function F.expire()
-  for _, k in ipairs({V.L, V.W, V.E}) do redis.call('ZADD', k, 'NX', SENTINEL_S, '') end
-  for _, k in ipairs({V.S, V.L, V.W, V.E}) do redis.call('PEXPIREAT', k, V.exp) end
-end
 
 -- publish sends the notes of other processes and returns the caller's.
 function F.publish()
@@ -212,9 +222,10 @@ function F.note(ch, id, tk, at)
 end
 
 -- lease_end and e_end record a new lease end, or a new waiter or tombstone
--- end: minl and mine are lower bounds of the earliest end in L and in E
--- (purge() does nothing to them before), and an end that comes within
--- GRACE/2 of the keys' expiry makes finish() extend it.
+-- end: minl is a lower bound of the earliest lease end and mine of the
+-- earliest end of any kind in T (purge() does nothing before either), and
+-- an end that comes within GRACE/2 of the keys' expiry makes finish()
+-- extend it.
 function F.lease_end(at)
   if at > V.latest then V.latest = at end
   if at < V.minl then V.minl = at end
@@ -230,6 +241,96 @@ end
 -- every TTL/3), so a dead process's waiters always leave the queue before
 -- the leases renewed by its last heartbeat end.
 function F.alive(ttl) return F.e_end(V.now + math.floor(ttl * 2 / 3)) end
+
+-- member is W's member for waiter id; parse splits one into weight, ttl,
+-- check, channel and id.
+function F.member(id, w, ttl, check, ch)
+  return string.format('%d:%d:%s:%d:', w, ttl, check, #ch) .. ch .. id
+end
+function F.parse(m)
+  local w, ttl, check, n, rest = string.match(m, '^(%d+):(%d+):(%d):(%d+):(.*)$')
+  if not w then return nil end
+  n = tonumber(n)
+  return tonumber(w), tonumber(ttl), check, string.sub(rest, 1, n), string.sub(rest, n + 1)
+end
+
+-- queue puts waiter id at the tail.
+function F.queue(id, w, ttl, check)
+  local m = F.member(id, w, ttl, check, V.mychan)
+  V.qseq, V.qn = V.qseq + 1, V.qn + 1
+  redis.call('ZADD', V.W, V.qseq, m)
+  F.tadd(F.alive(ttl), id)
+  F.put('#' .. id, 'q' .. m)
+end
+
+-- grant_head grants to the head of the queue, popped from W with its
+-- arrival sequence seq, or skips it; V.stop is set if it does not fit (it
+-- goes back to the head, and grant() stops there).
+function F.grant_head(m, seq)
+  local w, ttl, check, ch, id = F.parse(m)
+  if w and w <= V.limit and V.used + w > V.limit then
+    redis.call('ZADD', V.W, seq, m)
+    V.stop = true
+    return
+  end
+  V.qn = V.qn - 1
+  if not w then
+    return -- not a member this code makes: dropped
+  elseif w > V.limit then
+    F.put('#' .. id, false)
+    redis.call('ZREM', V.T, id)
+    F.note(ch, id, -1)
+  elseif ch == V.mychan or check == '0' or F.listeners(ch) > 0 then
+    -- hold() counts the holder, and its lease end replaces the waiter's
+    -- end in T.
+    F.note(ch, id, F.hold(id, w, ttl))
+  else
+    -- Nobody listens: the waiter's process is gone (its connection
+    -- closed), so skip the waiter instead of granting a permit that nobody
+    -- will use for a whole lease. Counted before anything is sent: a
+    -- subscription left on a replica (a demoted master) still receives
+    -- what the master publishes, but is not counted here.
+    F.put('#' .. id, false)
+    redis.call('ZREM', V.T, id)
+  end
+end
+
+-- is_shard reports whether ch is a Cluster shard channel (it carries the
+-- semaphore's hash tag, so it lives in the semaphore's slot).
+function F.is_shard(ch) return string.find(ch, '{', 1, true) ~= nil end
+
+-- listeners returns how many clients of this server listen on ch.
+function F.listeners(ch)
+  if F.is_shard(ch) then return redis.call('PUBSUB', 'SHARDNUMSUB', ch)[2] end
+  return redis.call('PUBSUB', 'NUMSUB', ch)[2]
+end
+
+-- Milliseconds until purge() would reap the earliest lease, or -1 if none.
+function F.next_expiry()
+  if V.minl >= SENTINEL then return -1 end
+  return math.max(V.minl - V.now, 0)
+end
+
+end -- warm
+
+local function cold()
+-- chunked runs cmd key args..., in chunks (unpack is bounded).
+function F.chunked(cmd, key, args)
+  for i = 1, #args, 1000 do redis.call(cmd, key, unpack(args, i, math.min(i + 999, #args))) end
+end
+
+-- tflush sends the ends that tadd() collected, before the script reads T.
+function F.tflush()
+  if #V.tz > 0 then F.chunked('ZADD', V.T, V.tz) end
+  V.tz = {}
+end
+
+-- expire extends the expiry of every key to V.exp, and (re)creates the
+-- sentinels: a zset lost apart from S gets one again.
+function F.expire()
+  for _, k in ipairs({V.T, V.W}) do redis.call('ZADD', k, 'NX', SENTINEL_S, '') end
+  for _, k in ipairs({V.S, V.T, V.W}) do redis.call('PEXPIREAT', k, V.exp) end
+end
 
 function F.weight_of(info) return tonumber(string.match(info, '^h(%d+):')) end
 
@@ -251,101 +352,110 @@ function F.hmget(ids)
   return out
 end
 
--- derive recomputes used and hn from the holders themselves.
+-- derive recomputes the counts from T and its ids' fields, and makes W
+-- agree with them: a member of W that is not a waiter's goes, and so does a
+-- waiter missing from W (lost apart; its process is told it is no longer
+-- queued, and queues again).
 function F.derive()
-  local s, n = 0, 0
-  local ids = redis.call('ZRANGE', V.L, 0, -1)
+  F.tflush()
+  local ids = redis.call('ZRANGE', V.T, 0, -1)
+  if ids[#ids] == '' then ids[#ids] = nil end
   local v = F.hmget(ids)
+  local used, hn, qn, xn, want = 0, 0, 0, 0, {}
   for i = 1, #ids do
-    local w = v[i] and F.weight_of(v[i])
-    if w then s, n = s + w, n + 1 end
+    local k = v[i] and string.sub(v[i], 1, 1)
+    if k == 'h' then
+      used, hn = used + F.weight_of(v[i]), hn + 1
+    elseif k == 'q' then
+      want[string.sub(v[i], 2)] = ids[i]
+    elseif k == 'x' then
+      xn = xn + 1
+    end
   end
-  V.used, V.hn = s, n
+  local members = redis.call('ZRANGE', V.W, 0, -1)
+  local stray = {}
+  for i = 1, #members do
+    local m = members[i]
+    if want[m] then
+      want[m] = nil
+      qn = qn + 1
+    elseif m ~= '' then
+      stray[#stray + 1] = m
+    end
+  end
+  if #stray > 0 then F.chunked('ZREM', V.W, stray) end
+  for m, id in pairs(want) do
+    local _, _, _, ch = F.parse(m)
+    redis.call('ZREM', V.T, id)
+    F.put('#' .. id, false)
+    if ch then F.note(ch, id, -2) end
+  end
+  V.used, V.hn, V.qn, V.xn = used, hn, qn, xn
 end
 
--- earliest returns the earliest end in zset k other than the sentinel.
-function F.earliest(k)
-  local h = redis.call('ZRANGE', k, 0, 0, 'WITHSCORES')
-  if #h == 0 or h[1] == '' then return nil end
-  return tonumber(h[2])
-end
-
--- reap is purge()'s work, then it finds the new lower bounds.
+-- reap is purge()'s work, then it finds the new lower bounds: minl, the
+-- earliest lease end, from the first 32 ids of T (if none of them holds,
+-- the 32nd's end but no sooner than SLACK: a lease then ends at most SLACK
+-- ms late), and mine from T's earliest end, no sooner than SLACK.
 function F.reap()
+  F.tflush()
   local now = V.now
-  if now >= V.minl then
-    local gone = redis.call('ZRANGEBYSCORE', V.L, '-inf', now)
-    if #gone > 0 then
-      local v = F.hmget(gone)
-      for i = 1, #gone do
-        local w = v[i] and F.weight_of(v[i])
-        if w then V.used, V.hn = V.used - w, V.hn - 1 end
-        F.put('#' .. gone[i], false)
+  local gone = redis.call('ZRANGEBYSCORE', V.T, '-inf', now)
+  if #gone > 0 then
+    local v = F.hmget(gone)
+    local dead = {}
+    for i = 1, #gone do
+      local k = v[i] and string.sub(v[i], 1, 1)
+      if k == 'h' then
+        V.used, V.hn = V.used - F.weight_of(v[i]), V.hn - 1
+      elseif k == 'q' then
+        dead[#dead + 1] = string.sub(v[i], 2)
+        V.qn = V.qn - 1
+      elseif k == 'x' then
+        V.xn = V.xn - 1
       end
-      redis.call('ZREMRANGEBYSCORE', V.L, '-inf', now)
+      F.put('#' .. gone[i], false)
     end
-    V.minl = F.earliest(V.L) or SENTINEL
+    if #dead > 0 then F.chunked('ZREM', V.W, dead) end
+    redis.call('ZREMRANGEBYSCORE', V.T, '-inf', now)
   end
-  if now >= V.mine then
-    local dead = redis.call('ZRANGEBYSCORE', V.E, '-inf', now)
-    if #dead > 0 then
-      F.chunked('ZREM', V.W, dead)
-      for i = 1, #dead do F.put('#' .. dead[i], false) end
-      redis.call('ZREMRANGEBYSCORE', V.E, '-inf', now)
-    end
-    V.mine = math.max(F.earliest(V.E) or SENTINEL, now + SLACK)
+  local first = redis.call('ZRANGE', V.T, 0, 31, 'WITHSCORES')
+  local ids = {}
+  for i = 1, #first, 2 do ids[#ids + 1] = first[i] end
+  local v = F.hmget(ids)
+  V.minl = SENTINEL
+  for i = 1, #ids do
+    if v[i] and string.sub(v[i], 1, 1) == 'h' then V.minl = tonumber(first[2 * i]); break end
   end
-  if V.used < 0 or V.hn < 0 then F.derive() end
+  if V.minl == SENTINEL and #ids == 32 then V.minl = math.max(tonumber(first[64]), now + SLACK) end
+  V.mine = math.max(#first > 0 and tonumber(first[2]) or SENTINEL, now + SLACK)
+  if V.used < 0 or V.hn < 0 or V.qn < 0 or V.xn < 0 then F.derive() end
 end
 
--- dequeue takes waiter id out of the queue (its field is left to the caller).
-function F.dequeue(id)
-  redis.call('ZREM', V.W, id)
-  redis.call('ZREM', V.E, id)
-end
-
--- grant_head grants to waiter id at the head of the queue, or skips it;
--- V.stop is set if it does not fit (grant() stops there).
-function F.grant_head(id)
-  local w, ttl, check, ch = string.match(F.get('#' .. id) or '', '^q(%d+):(%d+):(%d):(.*)$')
-  w = tonumber(w)
-  if w and w <= V.limit and V.used + w > V.limit then V.stop = true; return end
-  F.dequeue(id)
-  if not w then
-    F.put('#' .. id, false) -- no info (lost apart): nothing to grant
-  elseif w > V.limit then
-    F.put('#' .. id, false)
-    F.note(ch, id, -1)
-  elseif ch == V.mychan or check == '0' then
-    F.note(ch, id, F.hold(id, w, tonumber(ttl)))
-  elseif F.listeners(ch) > 0 then
-    F.note(ch, id, F.hold(id, w, tonumber(ttl)))
-  else
-    -- Nobody listens: the waiter's process is gone (its connection
-    -- closed), so skip the waiter instead of granting a permit that nobody
-    -- will use for a whole lease. Counted before anything is sent: a
-    -- subscription left on a replica (a demoted master) still receives
-    -- what the master publishes, but is not counted here.
-    F.put('#' .. id, false)
+-- check compares the sizes of T and W with the counts (two commands), and
+-- recomputes the counts if they differ or went negative.
+function F.check()
+  F.tflush()
+  if V.used < 0 or redis.call('ZCARD', V.T) ~= V.hn + V.qn + V.xn + 1
+    or redis.call('ZCARD', V.W) ~= V.qn + 1 then
+    F.derive()
   end
 end
 
--- is_shard reports whether ch is a Cluster shard channel (it carries the
--- semaphore's hash tag, so it lives in the semaphore's slot).
-function F.is_shard(ch) return string.find(ch, '{', 1, true) ~= nil end
-
--- listeners returns how many clients of this server listen on ch.
-function F.listeners(ch)
-  if F.is_shard(ch) then return redis.call('PUBSUB', 'SHARDNUMSUB', ch)[2] end
-  return redis.call('PUBSUB', 'NUMSUB', ch)[2]
-end
-
--- Milliseconds until purge() would reap the earliest lease, or -1 if none.
-function F.next_expiry()
-  local e = F.earliest(V.L)
-  if not e then return -1 end
-  return e - V.now
+-- unqueue takes waiter id, whose field is cur, out of the queue (its field
+-- is left to the caller).
+function F.unqueue(id, cur)
+  redis.call('ZREM', V.W, string.sub(cur, 2))
+  V.qn = V.qn - 1
 end
 
 end -- cold
-setmetatable(F, {__index = function(f, k) cold(); setmetatable(f, nil); return rawget(f, k) end})
+local made = 0
+setmetatable(F, {__index = function(f, k)
+  while made < 2 do
+    made = made + 1
+    if made == 1 then warm() else cold() end
+    local v = rawget(f, k)
+    if v ~= nil then return v end
+  end
+end})

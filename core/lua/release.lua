@@ -14,12 +14,12 @@ if kind == 'x' then
   return {tonumber(string.sub(cur, 2)), 0, V.limit, F.finish(), V.now_us, 1}
 elseif kind == 'h' then
   V.used, V.hn = V.used - tonumber(string.match(cur, '^h(%d+):')), V.hn - 1
-  redis.call('ZREM', V.L, id)
   code = 1
 elseif kind == 'q' then
-  redis.call('ZREM', V.W, id)
+  F.unqueue(id, cur)
   code = 2
 end
+-- The tombstone's end replaces the lease's (or the waiter's) in T.
 F.tombstone(id, code, ttl)
 F.grant()
 return {code, 0, V.limit, F.finish(), V.now_us}

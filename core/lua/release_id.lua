@@ -12,8 +12,7 @@ F.purge()
 local cur = F.get('#' .. id)
 if cur and string.sub(cur, 1, 1) == 'h' then
   V.used, V.hn = V.used - tonumber(string.match(cur, '^h(%d+):')), V.hn - 1
-  redis.call('ZREM', V.L, id)
-  F.tombstone(id, 4, ttl)
+  F.tombstone(id, 4, ttl) -- its end replaces the lease's in T
   F.grant()
   return {1, 0, V.limit, F.finish(), V.now_us}
 end

@@ -1,4 +1,4 @@
--- KEYS: a semaphore's five keys (see lib.lua); ARGV[1]: the caller's
+-- KEYS: a semaphore's four keys (see lib.lua); ARGV[1]: the caller's
 -- notification channel. Returns the commands of the minimum ACL that the
 -- current user may not run on these keys and that channel (lower case),
 -- or an empty list. Run before a backend's first script, so that a missing
@@ -10,7 +10,7 @@ local missing = {}
 local function need(...)
   if not redis.acl_check_cmd(...) then missing[#missing + 1] = string.lower((...)) end
 end
-local S, L, W, E, P = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local S, T, W, P = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 need('TIME')
 need('HMGET', S, 'f')
 need('HSET', S, 'f', 'v')
@@ -20,16 +20,17 @@ need('HDEL', S, 'f')
 need('EXISTS', S)
 need('GET', P)
 need('SET', P, '1')
-need('DEL', L)
-need('PEXPIREAT', L, '1')
+need('DEL', T)
+need('PEXPIREAT', T, '1')
 need('PERSIST', S)
 need('ZADD', W, '1', 'm')
-need('ZCOUNT', W, '-inf', '1')
-need('ZRANGE', L, '0', '-1')
-need('ZRANGEBYSCORE', E, '-inf', '1')
-need('ZREMRANGEBYSCORE', E, '-inf', '1')
+need('ZPOPMIN', W)
+need('ZCARD', W)
+need('ZRANGE', T, '0', '-1')
+need('ZRANGEBYSCORE', T, '-inf', '1')
+need('ZREMRANGEBYSCORE', T, '-inf', '1')
 need('ZREM', W, 'm')
-need('ZSCORE', L, 'm')
+need('ZSCORE', T, 'm')
 need('PUBLISH', ARGV[1], '')
 if not redis.acl_check_cmd('PUBSUB', 'NUMSUB', ARGV[1]) then
   missing[#missing + 1] = 'pubsub|numsub'

@@ -7,11 +7,13 @@ local id, ttl = ARGV[3], tonumber(ARGV[4])
 F.start(id)
 F.purge()
 F.grant() -- the permits of leases that purge() reaped go to the queue
-local s = redis.call('ZSCORE', V.L, id)
 local cur = F.get('#' .. id)
 local code = 0
-if s and tonumber(s) > V.now and cur and string.sub(cur, 1, 1) == 'h' then
-  redis.call('ZADD', V.L, F.lease_end(V.now + ttl), id)
-  code = 1
+if cur and string.sub(cur, 1, 1) == 'h' then
+  local s = redis.call('ZSCORE', V.T, id)
+  if s and tonumber(s) > V.now then
+    F.tadd(F.lease_end(V.now + ttl), id)
+    code = 1
+  end
 end
 return {code, 0, V.limit, F.finish(), V.now_us}

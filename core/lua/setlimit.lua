@@ -7,16 +7,16 @@ V.limit = tonumber(ARGV[1])
 redis.call('SET', V.P, V.limit)
 F.put('limit', V.limit)
 F.purge()
-F.derive()
-local ids = redis.call('ZRANGE', V.W, 0, -1)
-if ids[#ids] == '' then ids[#ids] = nil end
-local infos = F.hmget(ids)
-for i = 1, #ids do
-  local w, ch = string.match(infos[i] or '', '^q(%d+):%d+:%d:(.*)$')
-  if w and tonumber(w) > V.limit then
-    F.dequeue(ids[i])
-    F.put('#' .. ids[i], false)
-    F.note(ch, ids[i], -1)
+F.check()
+local members = redis.call('ZRANGE', V.W, 0, -1)
+for i = 1, #members do
+  local w, _, _, ch, id = F.parse(members[i])
+  if w and w > V.limit then
+    redis.call('ZREM', V.W, members[i])
+    redis.call('ZREM', V.T, id)
+    V.qn = V.qn - 1
+    F.put('#' .. id, false)
+    F.note(ch, id, -1)
   end
 end
 F.grant()

@@ -1,6 +1,6 @@
 -- ARGV: limit, channel. Returns {used, waiting, limit, notes}.
 F.start()
 F.purge()
-F.derive()
+F.check()
 F.grant()
-return {V.used, redis.call('ZCOUNT', V.W, '-inf', '(' .. SENTINEL_S), V.limit, F.finish(), V.now_us}
+return {V.used, V.qn, V.limit, F.finish(), V.now_us}
