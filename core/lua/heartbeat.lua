@@ -44,7 +44,7 @@ for i = 4 + 2 * n, #ARGV do
   local kind = cur and string.sub(cur, 1, 1)
   if kind == 'q' then
     local _, ttl = F.parse(string.sub(cur, 2))
-    F.tadd(F.alive(ttl), id)
+    F.tadd(OFF + F.alive(ttl), id)
   elseif kind == 'h' then
     -- A grant whose notification was lost, with its real grant time.
     local tk, at = string.match(cur, '^h%d+:(%d+):?(%d*)$')

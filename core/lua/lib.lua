@@ -9,7 +9,7 @@
 --          'x<code>'  a tombstone: id was unknown (0), released (1), left
 --                     the queue (2), adopted away (3), released by id (4)
 --   2 T  zset: every id of S -> its end (ms, Redis TIME): a holder's lease
---        end, a waiter's liveness end, a tombstone's end
+--        end; OFF + a waiter's liveness end or a tombstone's end
 --   3 W  zset: the queue: member '<weight>:<ttl_ms>:<check>:<#chan>:<chan><id>'
 --        -> arrival sequence; a grant pops the head with everything it needs
 --   4 P  string: the limit pinned by SetLimit (never expires)
@@ -54,6 +54,11 @@ local GRACE = 60000   -- keys outlive the last lease or waiter by this much
 local SLACK = 100     -- dead waiters and tombstones go at most SLACK ms late
 local SENTINEL = 9007199254740992 -- 2^53, above every end and sequence
 local SENTINEL_S = '9007199254740992'
+-- In T a lease scores its end, and every other end (a waiter's liveness, a
+-- tombstone's) scores OFF + its end: leases first, each kind in end order,
+-- so both are reaped, and both earliest ends found, with range commands.
+-- (Ends in ms stay below OFF, 10^13, until the year 2286.)
+local OFF = 10000000000000
 -- The counters of S that start() reads and finish() writes back, in order.
 local COUNTERS = {'used', 'tok', 'exp', 'minl', 'mine', 'qseq', 'hn', 'qn', 'xn'}
 
@@ -134,7 +139,7 @@ function F.tombstone(id, code, ttl)
   if at < V.mine then V.mine = at end
   V.xn = V.xn + 1
   F.put('#' .. id, 'x' .. code)
-  F.tadd(at, id)
+  F.tadd(OFF + at, id)
 end
 
 -- Grant to the head of the queue while it fits (strict FIFO: a head that
@@ -259,7 +264,7 @@ function F.queue(id, w, ttl, check)
   local m = F.member(id, w, ttl, check, V.mychan)
   V.qseq, V.qn = V.qseq + 1, V.qn + 1
   redis.call('ZADD', V.W, V.qseq, m)
-  F.tadd(F.alive(ttl), id)
+  F.tadd(OFF + F.alive(ttl), id)
   F.put('#' .. id, 'q' .. m)
 end
 
@@ -394,42 +399,46 @@ function F.derive()
 end
 
 -- reap is purge()'s work, then it finds the new lower bounds: minl, the
--- earliest lease end, from the first 32 ids of T (if none of them holds,
--- the 32nd's end but no sooner than SLACK: a lease then ends at most SLACK
--- ms late), and mine from T's earliest end, no sooner than SLACK.
+-- earliest lease end, exactly (T's first score, if a lease's), and mine
+-- from the earliest other end, no sooner than SLACK.
 function F.reap()
   F.tflush()
   local now = V.now
-  local gone = redis.call('ZRANGEBYSCORE', V.T, '-inf', now)
-  if #gone > 0 then
-    local v = F.hmget(gone)
-    local dead = {}
-    for i = 1, #gone do
-      local k = v[i] and string.sub(v[i], 1, 1)
-      if k == 'h' then
-        V.used, V.hn = V.used - F.weight_of(v[i]), V.hn - 1
-      elseif k == 'q' then
-        dead[#dead + 1] = string.sub(v[i], 2)
-        V.qn = V.qn - 1
-      elseif k == 'x' then
-        V.xn = V.xn - 1
-      end
-      F.put('#' .. gone[i], false)
-    end
-    if #dead > 0 then F.chunked('ZREM', V.W, dead) end
-    redis.call('ZREMRANGEBYSCORE', V.T, '-inf', now)
+  if now >= V.minl then
+    F.reap_range('-inf', now)
+    local h = redis.call('ZRANGE', V.T, 0, 0, 'WITHSCORES')
+    local e = tonumber(h[2])
+    V.minl = e and e < OFF and e or SENTINEL
   end
-  local first = redis.call('ZRANGE', V.T, 0, 31, 'WITHSCORES')
-  local ids = {}
-  for i = 1, #first, 2 do ids[#ids + 1] = first[i] end
-  local v = F.hmget(ids)
-  V.minl = SENTINEL
-  for i = 1, #ids do
-    if v[i] and string.sub(v[i], 1, 1) == 'h' then V.minl = tonumber(first[2 * i]); break end
+  if now >= V.mine then
+    F.reap_range(OFF, OFF + now)
+    local h = redis.call('ZRANGEBYSCORE', V.T, OFF, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+    local e = tonumber(h[2])
+    V.mine = math.max(e and e < SENTINEL and e - OFF or SENTINEL, now + SLACK)
   end
-  if V.minl == SENTINEL and #ids == 32 then V.minl = math.max(tonumber(first[64]), now + SLACK) end
-  V.mine = math.max(#first > 0 and tonumber(first[2]) or SENTINEL, now + SLACK)
   if V.used < 0 or V.hn < 0 or V.qn < 0 or V.xn < 0 then F.derive() end
+end
+
+-- reap_range drops the ids of T scored lo to hi, and their records.
+function F.reap_range(lo, hi)
+  local gone = redis.call('ZRANGEBYSCORE', V.T, lo, hi)
+  if #gone == 0 then return end
+  local v = F.hmget(gone)
+  local dead = {}
+  for i = 1, #gone do
+    local k = v[i] and string.sub(v[i], 1, 1)
+    if k == 'h' then
+      V.used, V.hn = V.used - F.weight_of(v[i]), V.hn - 1
+    elseif k == 'q' then
+      dead[#dead + 1] = string.sub(v[i], 2)
+      V.qn = V.qn - 1
+    elseif k == 'x' then
+      V.xn = V.xn - 1
+    end
+    F.put('#' .. gone[i], false)
+  end
+  if #dead > 0 then F.chunked('ZREM', V.W, dead) end
+  redis.call('ZREMRANGEBYSCORE', V.T, lo, hi)
 end
 
 -- check compares the sizes of T and W with the counts (two commands), and
