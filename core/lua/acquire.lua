@@ -9,7 +9,7 @@
 -- a queued id reports it queued; neither changes anything, and both add a
 -- sixth element 1 (an earlier reply was lost, with any grants it carried).
 -- The seventh is 1 if the caller queued but nobody here listens on its
--- channel (probe = 1 only).
+-- channel (probe = 1 only). Both are left out when 0.
 local id, w, ttl, try = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6] == '1'
 local deadline = tonumber(ARGV[7]) or 0
 F.start(id)
@@ -45,4 +45,5 @@ else
     code, value = 2, F.next_expiry()
   end
 end
+if again == 0 and deaf == 0 then return {code, value, V.limit, F.finish(), V.now_us} end
 return {code, value, V.limit, F.finish(), V.now_us, again, deaf}

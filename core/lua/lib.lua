@@ -49,7 +49,10 @@ local V = {
   hn = 0, qn = 0, xn = 0,
   cache = false, o = false, notes = false, stop = false,
 }
-local F = {}
+-- F's busy-path functions, named here so that the table is made at its
+-- size (adding them one by one would rehash it four times).
+local F = {start = false, get = false, put = false, tadd = false, purge = false,
+  hold = false, tombstone = false, grant = false, finish = false}
 local GRACE = 60000   -- keys outlive the last lease or waiter by this much
 local SLACK = 100     -- dead waiters and tombstones go at most SLACK ms late
 local SENTINEL = 9007199254740992 -- 2^53, above every end and sequence
@@ -75,11 +78,10 @@ function F.start(id)
     m = redis.call('HMGET', V.S, 'limit', 'used', 'tok', 'exp', 'minl', 'mine', 'qseq', 'hn', 'qn', 'xn')
     V.cache = {}
   end
-  local o = {}
-  for i = 2, 10 do o[i] = tonumber(m[i]) or 0 end
-  V.o = o -- as read: finish() writes back what changed
+  for i = 2, 10 do m[i] = tonumber(m[i]) or 0 end
+  V.o = m -- as read: finish() writes back what changed
   V.limit, V.used, V.tok, V.exp, V.minl, V.mine, V.qseq, V.hn, V.qn, V.xn =
-    tonumber(m[1]), o[2], o[3], o[4], o[5], o[6], o[7], o[8], o[9], o[10]
+    tonumber(m[1]), m[2], m[3], m[4], m[5], m[6], m[7], m[8], m[9], m[10]
   if not V.limit then
     V.limit = tonumber(redis.call('GET', V.P)) or tonumber(ARGV[1])
     F.put('limit', V.limit)
