@@ -3,9 +3,11 @@
 // many random keys and after large keys, and, with -redis, Redis
 // used_memory and key count until the idle keys expire.
 //
-//	go run ./bench/keys                                  # in-process only
-//	go run ./bench/keys -redis 127.0.0.1:6379            # and Redis
-//	go run ./bench/keys -http 1500 -keys 0 -big 0        # httpmw, long paths
+// From bench/:
+//
+//	go run ./keys                                  # in-process only
+//	go run ./keys -redis 127.0.0.1:6379            # and Redis
+//	go run ./keys -http 1500 -keys 0 -big 0        # httpmw keyed by long paths
 //
 // Each key is acquired once and released at once (the pattern of a client
 // sending a new path per request). The figures go to bench/RESULTS.md.
@@ -184,8 +186,11 @@ func countKeys(c *redis.Client, prefix string) int {
 func mib[T int64 | uint64](n T) string { return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20)) }
 
 // httpRun sends n requests, each with its own path of size bytes, through
-// an httpmw server keyed by path (the default key for an unmatched route),
-// one connection per request, and reports the server process's heap.
+// an httpmw server keyed by the raw path, one connection per request, and
+// reports the server process's heap. The key is set with WithKey: httpmw's
+// default no longer keys by a client's path (unrouted requests share
+// httpmw.UnroutedKey), so without it every request would take one key and
+// the run would not measure client-chosen keys at all.
 func httpRun(n, size int) {
 	k := core.NewLocalKeyed(4)
 	defer k.Close()
@@ -193,7 +198,8 @@ func httpRun(n, size int) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	srv := &http.Server{Handler: httpmw.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), k)}
+	srv := &http.Server{Handler: httpmw.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), k,
+		httpmw.WithKey(func(r *http.Request) string { return r.URL.Path }))}
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
 	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}

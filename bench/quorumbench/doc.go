@@ -3,5 +3,5 @@
 // under contention, and the effect of one slow master (a proxy that delays
 // its replies). It starts its own redis-servers (coretest.StartRedis).
 //
-//	go test -run '^$' -bench . -benchtime 2000x ./bench/quorumbench/
+//	cd bench && go test -run '^$' -bench . -benchtime 2000x ./quorumbench/
 package quorumbench
