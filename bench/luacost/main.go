@@ -4,7 +4,8 @@
 // and release (or the seed's). Between variants it resets INFO commandstats
 // and SLOWLOG, so that each variant's figures are its own: usec_per_call of
 // EVALSHA and of every nested command, and (from SLOWLOG at threshold 0) the
-// mean server µs of each step. Variants are interleaved in several rounds
+// server µs of each step, as the mean of its fastest 90% of calls (robust to
+// the server being preempted on a shared machine). Variants are interleaved in several rounds
 // (each round starts one variant later); medians and ranges are reported.
 // Only relative figures within one run mean anything on a shared machine.
 //
@@ -15,6 +16,9 @@
 // A step is role:file[+file...] (the files are concatenated, as
 // core/scripts.go prepends lib.lua). Roles: acq and rel (distsem's 5 keys,
 // ARGV limit, channel, id, ...), sacq and srel (the seed's keys and ARGV).
+// facq and frel FCALL the functions luacost_acq and luacost_rel of a
+// function library (FUNCTION LOAD REPLACE; variants/fcall/build.sh makes
+// one from core/lua), with acq's and rel's KEYS and ARGV.
 // -f reads variants from a file, one name=steps a line (# comments).
 package main
 
@@ -99,6 +103,11 @@ func main() {
 	for i := range vs {
 		for j := range vs[i].steps {
 			st := &vs[i].steps[j]
+			if isFunc(st.role) {
+				check(c.FunctionLoadReplace(ctx, readSteps(st.files, rel)).Err())
+				st.sha = funcName(st.role)
+				continue
+			}
 			sha, err := c.ScriptLoad(ctx, readSteps(st.files, rel)).Result()
 			check(err)
 			st.sha = sha
@@ -139,7 +148,7 @@ func parseVariant(l, rel string) variant {
 	for _, s := range strings.Split(rest, ",") {
 		role, files, ok := strings.Cut(strings.TrimSpace(s), ":")
 		if !ok || argsFor(role, "x", 0) == nil {
-			fail("variant %q: bad step %q (roles: acq rel sacq srel)", l, s)
+			fail("variant %q: bad step %q (roles: acq rel facq frel sacq srel none)", l, s)
 		}
 		v.steps = append(v.steps, step{role: role, files: files})
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -14,7 +15,7 @@ import (
 // sample is one variant's figures in one round.
 type sample struct {
 	evalsha float64            // usec_per_call of EVALSHA
-	step    []float64          // SLOWLOG mean µs of each step
+	step    []float64          // SLOWLOG µs of each step: mean of the fastest 90%
 	nested  map[string]cmdStat // nested commands (not EVALSHA, not harness commands)
 }
 
@@ -24,7 +25,7 @@ type cmdStat struct {
 }
 
 // argsFor returns the KEYS and ARGV of a step's role for holder id; nil for
-// an unknown role. distsem: the keys of core/redis_backend.go and the ARGV
+// an unknown role (none: no KEYS or ARGV). distsem: the keys of core/redis_backend.go and the ARGV
 // of core/redis_acquire.go (limit 1, default lease TTL 10 s, a deadline 1 h
 // ahead, check 1; release with the tombstone TTL of the default op timeout,
 // 4 s). The seed: bench/seedsem.
@@ -35,13 +36,15 @@ func argsFor(role, sem string, seq int) []any {
 	ch := "distsem:notify:b7kq2m9x4c"
 	now := time.Now()
 	switch role {
-	case "acq":
+	case "acq", "facq":
 		return pack(keys, 1, ch, id, 1, 10000, 0, now.Add(time.Hour).UnixMicro(), "1")
-	case "rel":
+	case "rel", "frel":
 		return pack(keys, 1, ch, id, 4000)
 	case "sacq":
 		s := "seedsem:{" + sem + "}:"
 		return pack([]string{s + "time", s + "sem", s + "seq"}, now.UnixMilli(), id, 1, now.Add(-10*time.Second).UnixMilli())
+	case "none": // no KEYS, no ARGV
+		return pack(nil)
 	case "srel":
 		s := "seedsem:{" + sem + "}:"
 		return pack([]string{s + "sem", s + "time", s + "wait"}, id)
@@ -71,7 +74,11 @@ func measure(ctx context.Context, c *redis.Client, v variant, i, warm, n, pipe i
 			for k := 0; k < pipe && done < count; k++ {
 				seq++
 				for _, st := range v.steps {
-					p.Do(ctx, append([]any{"evalsha", st.sha}, argsFor(st.role, sem, seq)...)...)
+					cmd := "evalsha"
+					if isFunc(st.role) {
+						cmd = "fcall"
+					}
+					p.Do(ctx, append([]any{cmd, st.sha}, argsFor(st.role, sem, seq)...)...)
 				}
 				done++
 			}
@@ -94,26 +101,25 @@ func measure(ctx context.Context, c *redis.Client, v variant, i, warm, n, pipe i
 	if slow {
 		logs, err := c.SlowLogGet(ctx, -1).Result()
 		check(err)
-		sum := make([]float64, len(v.steps))
-		cnt := make([]float64, len(v.steps))
+		durs := make([][]float64, len(v.steps))
 		for _, l := range logs {
-			if len(l.Args) < 2 || !strings.EqualFold(l.Args[0], "evalsha") {
+			if len(l.Args) < 2 || !strings.EqualFold(l.Args[0], "evalsha") && !strings.EqualFold(l.Args[0], "fcall") {
 				continue
 			}
 			for j, st := range v.steps {
 				if l.Args[1] == st.sha {
-					sum[j] += float64(l.Duration.Microseconds())
-					cnt[j]++
+					durs[j] = append(durs[j], float64(l.Duration.Microseconds()))
 					break // two steps with one text: the first gets all
 				}
 			}
 		}
-		for j := range sum {
-			s.step = append(s.step, sum[j]/max(cnt[j], 1))
+		for _, d := range durs {
+			s.step = append(s.step, trimmedMean(d, 0.9))
 		}
 	}
 	info, err := c.Info(ctx, "commandstats").Result()
 	check(err)
+	var calls, usec int64
 	sc := bufio.NewScanner(strings.NewReader(info))
 	for sc.Scan() {
 		name, rest, ok := strings.Cut(strings.TrimSpace(sc.Text()), ":")
@@ -133,12 +139,36 @@ func measure(ctx context.Context, c *redis.Client, v variant, i, warm, n, pipe i
 			}
 		}
 		switch name {
-		case "evalsha":
-			s.evalsha = float64(st.usec) / float64(max(st.calls, 1))
-		case "config|resetstat", "config|set", "slowlog|get", "slowlog|reset", "info", "ping", "script|load", "hello", "client|setinfo", "client|setname":
+		case "evalsha", "fcall":
+			calls += st.calls
+			usec += st.usec
+		case "config|resetstat", "config|set", "slowlog|get", "slowlog|reset", "info", "ping", "script|load", "function|load", "hello", "client|setinfo", "client|setname":
 		default:
 			s.nested[name] = st
 		}
 	}
+	s.evalsha = float64(usec) / float64(max(calls, 1))
 	return s
+}
+
+// isFunc reports whether role calls a function (FCALL) instead of a script.
+func isFunc(role string) bool { return role == "facq" || role == "frel" }
+
+// funcName is the function FCALL runs for role.
+func funcName(role string) string { return "luacost_" + role[1:] }
+
+// trimmedMean is the mean of the fastest keep share of d: a call during
+// which the server was preempted (the machine is shared) takes
+// milliseconds, and a few of them would dominate a plain mean.
+func trimmedMean(d []float64, keep float64) float64 {
+	if len(d) == 0 {
+		return 0
+	}
+	sort.Float64s(d)
+	n := max(1, int(float64(len(d))*keep))
+	sum := 0.0
+	for _, x := range d[:n] {
+		sum += x
+	}
+	return sum / float64(n)
 }
