@@ -104,8 +104,13 @@ func main() {
 		for j := range vs[i].steps {
 			st := &vs[i].steps[j]
 			if isFunc(st.role) {
-				check(c.FunctionLoadReplace(ctx, readSteps(st.files, rel)).Err())
-				st.sha = funcName(st.role)
+				// Each variant's library and functions get its own names.
+				suf := fmt.Sprintf("_v%d", i)
+				text := strings.Replace(readSteps(st.files, rel), "#!lua name=luacost", "#!lua name=luacost"+suf, 1)
+				text = strings.ReplaceAll(text, "'luacost_acq'", "'luacost_acq"+suf+"'")
+				text = strings.ReplaceAll(text, "'luacost_rel'", "'luacost_rel"+suf+"'")
+				check(c.FunctionLoadReplace(ctx, text).Err())
+				st.sha = funcName(st.role) + suf
 				continue
 			}
 			sha, err := c.ScriptLoad(ctx, readSteps(st.files, rel)).Result()
