@@ -4,6 +4,8 @@
 #
 #   bench/luacost/run.sh             # scripts: main, FCALL, lean variants, floors, seed, empty
 #   PART=micro bench/luacost/run.sh  # the micro scripts (per nested call, per Lua operation)
+#   PART=phases bench/luacost/run.sh # prefixes of lib.lua, acquire.lua and release.lua (the
+#                                    # line numbers are those of main at 25adde2)
 #   ROUNDS=21 N=2000 OUT=/tmp/x bench/luacost/run.sh
 #
 # Only figures within one run compare: the machine may be shared.
@@ -46,7 +48,24 @@ micro)
     echo "m_$(basename "$f" .lua)=$M,acq:$f" >> "$F"
   done
   ;;
-*) echo "PART is scripts or micro" >&2; exit 2 ;;
+phases)
+  # A prefix runs third, after main's acquire and release of the same id:
+  # cut past the id's lookup and it takes the tombstone path, not the
+  # uncontended one, so the cuts stop before.
+  echo "main=$M" > "$F"
+  echo "m_base=$M,acq:variants/micro/base.lua" >> "$F"
+  for p in V:50 VF:172 all:351; do
+    head -n "${p#*:}" "$L/lib.lua" > "$OUT/lib_${p%:*}.lua"; echo 'do return 1 end' >> "$OUT/lib_${p%:*}.lua"
+    echo "lib_${p%:*}=$M,acq:$OUT/lib_${p%:*}.lua" >> "$F"
+  done
+  for k in 13 14 15 16; do
+    ./cut.sh "$L/acquire.lua" $k "$OUT/acut$k.lua"; echo "acut$k=$M,acq:$L/lib.lua+$OUT/acut$k.lua" >> "$F"
+  done
+  for k in 7 8 9; do
+    ./cut.sh "$L/release.lua" $k "$OUT/rcut$k.lua"; echo "rcut$k=$M,rel:$L/lib.lua+$OUT/rcut$k.lua" >> "$F"
+  done
+  ;;
+*) echo "PART is scripts, micro or phases" >&2; exit 2 ;;
 esac
 go run . -start -port "$PORT" -rounds "$ROUNDS" -n "$N" -pipe 100 -f "$OUT/variants.txt" | tee "$OUT/luacost.txt"
 echo "output in $OUT" >&2
