@@ -88,8 +88,8 @@ func main() {
 		*addr = fmt.Sprintf("127.0.0.1:%d", *port)
 	}
 	if *start {
-		stop := startServer(*port)
-		defer stop()
+		stopServer = startServer(*port)
+		defer stopServer()
 	}
 	ctx := context.Background()
 	c := redis.NewClient(&redis.Options{Addr: *addr, PoolSize: 2})
@@ -184,12 +184,17 @@ func maxSteps(vs []variant) int {
 // startServer runs redis-server without persistence on 127.0.0.1:port and
 // returns what stops it (by its PID).
 func startServer(port int) func() {
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	if c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1}); c.Ping(context.Background()).Err() == nil {
+		c.Close()
+		fail("-start: a server already answers on %s", addr)
+	}
 	dir, err := os.MkdirTemp("", "luacost")
 	check(err)
 	cmd := exec.Command("redis-server", "--port", fmt.Sprint(port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", dir)
 	check(cmd.Start())
-	c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port)})
+	c := redis.NewClient(&redis.Options{Addr: addr})
 	defer c.Close()
 	for i := 0; c.Ping(context.Background()).Err() != nil; i++ {
 		if i > 500 {
@@ -211,7 +216,12 @@ func check(err error) {
 	}
 }
 
+// stopServer stops the server that -start started (fail calls it too:
+// os.Exit skips deferred calls).
+var stopServer = func() {}
+
 func fail(f string, a ...any) {
 	fmt.Fprintf(os.Stderr, "luacost: "+f+"\n", a...)
+	stopServer()
 	os.Exit(1)
 }
