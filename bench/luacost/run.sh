@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Reruns the comparisons of README.md on a fresh redis-server on
+# 127.0.0.1:$PORT (default 7450), started and stopped by luacost.
+#
+#   bench/luacost/run.sh             # scripts: main, FCALL, lean variants, floors, seed, empty
+#   PART=micro bench/luacost/run.sh  # the micro scripts (per nested call, per Lua operation)
+#   PART=phases bench/luacost/run.sh # prefixes of lib.lua, acquire.lua and release.lua (the
+#                                    # line numbers are those of main at 25adde2)
+#   ROUNDS=21 N=2000 OUT=/tmp/x bench/luacost/run.sh
+#
+# Only figures within one run compare: the machine may be shared.
+set -euo pipefail
+cd "$(dirname "$0")" # bench/luacost
+PORT=${PORT:-7450}
+ROUNDS=${ROUNDS:-21}
+N=${N:-2000}
+PART=${PART:-scripts}
+OUT=${OUT:-$(mktemp -d /tmp/luacost.XXXXXX)}
+mkdir -p "$OUT"
+L=../../core/lua
+variants/fcall/build.sh "$L" "$OUT/fn.lua"
+variants/lean/vlocals.py "$L" "$OUT/vl"
+variants/lean/drop.py "$L/lib.lua" "$OUT/lib_acq.lua" tombstone
+M="acq:$L/lib.lua+$L/acquire.lua,rel:$L/lib.lua+$L/release.lua"
+F=$OUT/variants.txt
+case $PART in
+scripts)
+  cat > "$F" <<V
+main=$M
+fcall=facq:$OUT/fn.lua,frel:$OUT/fn.lua
+vlocals=acq:$OUT/vl/lib.lua+$OUT/vl/acquire.lua,rel:$OUT/vl/lib.lua+$OUT/vl/release.lua
+subset=acq:$OUT/lib_acq.lua+$L/acquire.lua,rel:$L/lib.lua+$L/release.lua
+seed=sacq:../seedsem/acquire.lua,srel:../seedsem/release.lua
+empty=acq:variants/empty.lua,rel:variants/empty2.lua
+empty_seedargs=sacq:variants/empty.lua,srel:variants/empty2.lua
+empty_nokeys=none:variants/empty.lua,none:variants/empty2.lua
+fcall_empty=facq:variants/fcall/empty.lua,frel:variants/fcall/empty.lua
+floor6=acq:variants/floor/acq6.lua,rel:variants/floor/rel6.lua
+floor4=acq:variants/floor/acq4.lua,rel:variants/floor/rel4.lua
+fcall_floor4=facq:variants/fcall/floor4.lua,frel:variants/fcall/floor4.lua
+V
+  ;;
+micro)
+  # Each micro script runs after main's acquire and release, on their keys
+  # (a realistic state hash); compare its third step with m_base's.
+  echo "main=$M" > "$F"
+  for f in variants/micro/*.lua; do
+    echo "m_$(basename "$f" .lua)=$M,acq:$f" >> "$F"
+  done
+  ;;
+phases)
+  # A prefix runs third, after main's acquire and release of the same id:
+  # cut past the id's lookup and it takes the tombstone path, not the
+  # uncontended one, so the cuts stop before.
+  echo "main=$M" > "$F"
+  echo "m_base=$M,acq:variants/micro/base.lua" >> "$F"
+  for p in V:50 VF:172 all:351; do
+    head -n "${p#*:}" "$L/lib.lua" > "$OUT/lib_${p%:*}.lua"; echo 'do return 1 end' >> "$OUT/lib_${p%:*}.lua"
+    echo "lib_${p%:*}=$M,acq:$OUT/lib_${p%:*}.lua" >> "$F"
+  done
+  for k in 13 14 15 16; do
+    ./cut.sh "$L/acquire.lua" $k "$OUT/acut$k.lua"; echo "acut$k=$M,acq:$L/lib.lua+$OUT/acut$k.lua" >> "$F"
+  done
+  for k in 7 8 9; do
+    ./cut.sh "$L/release.lua" $k "$OUT/rcut$k.lua"; echo "rcut$k=$M,rel:$L/lib.lua+$OUT/rcut$k.lua" >> "$F"
+  done
+  ;;
+*) echo "PART is scripts, micro or phases" >&2; exit 2 ;;
+esac
+go run . -start -port "$PORT" -rounds "$ROUNDS" -n "$N" -pipe 100 -f "$OUT/variants.txt" | tee "$OUT/luacost.txt"
+echo "output in $OUT" >&2

@@ -1,0 +1,5 @@
+local t = redis.call('TIME')
+for i = 1, 10 do
+local m = redis.call('HMGET', KEYS[1], 'limit', 'used', 'tok', '#' .. ARGV[3])
+end
+return 1

@@ -1,0 +1,3 @@
+local t = redis.call('TIME')
+for i = 1, 10 do redis.call('HSET', KEYS[1], 'luacost1', i, 'luacost2', i, 'luacost3', i, 'luacost4', i) end
+return 1

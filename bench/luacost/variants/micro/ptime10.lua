@@ -1,0 +1,3 @@
+local t = redis.call('TIME')
+for i = 1, 10 do local m = redis.pcall('TIME') end
+return 1
