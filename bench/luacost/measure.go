@@ -31,13 +31,13 @@ type cmdStat struct {
 // 4 s). The seed: bench/seedsem.
 func argsFor(role, sem string, seq int) []any {
 	tag := "luacost:{" + sem + "}:"
-	keys := []string{tag + "m", tag + "h", tag + "q", tag + "qe", tag + "p"}
+	keys := []string{tag + "m", tag + "h", tag + "q", tag + "p"} // 5 keys (…, "qe", "p") before 92f0f48
 	id := fmt.Sprintf("b7kq2m9x4c%d", seq)
 	ch := "distsem:notify:b7kq2m9x4c"
 	now := time.Now()
 	switch role {
 	case "acq", "facq":
-		return pack(keys, 1, ch, id, 1, 10000, 0, now.Add(time.Hour).UnixMicro(), "1")
+		return pack(keys, 1, ch, id, 1, 10000, 0, now.Add(time.Hour).UnixMicro(), "1", "0")
 	case "rel", "frel":
 		return pack(keys, 1, ch, id, 4000)
 	case "sacq":
