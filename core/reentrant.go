@@ -152,10 +152,17 @@ func (s *Redis) owns(o releaser) bool {
 }
 
 // nestedWeight is the weight opts ask for (1 if they do not say, or if
-// they are invalid: the backend reports that).
+// they are invalid: the backend reports that). With no options it
+// allocates nothing; with some, the config escapes to them (24 bytes).
 func nestedWeight(opts []AcquireOption) int64 {
+	if len(opts) == 0 {
+		return 1
+	}
 	a := acquireConfig{weight: 1}
 	for _, o := range opts {
+		if o == nil {
+			return 1 // the backend refuses it
+		}
 		o(&a)
 	}
 	return a.weight
