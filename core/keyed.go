@@ -113,7 +113,11 @@ func (k *Keyed) TryAcquire(ctx context.Context, key string, opts ...AcquireOptio
 
 func (k *Keyed) do(ctx context.Context, key string, opts []AcquireOption, try bool) (*Permit, error) {
 	if k.reentrant {
-		if p, ok, err := reenter(ctx, true, key, nestedWeight(opts), func(o releaser) bool {
+		w, err := nestedWeight(opts)
+		if err != nil {
+			return nil, err
+		}
+		if p, ok, err := reenter(ctx, true, key, w, func(o releaser) bool {
 			e, ok := o.(*keyedEntry)
 			return ok && e.k == k && e.key == newKeyID(key)
 		}); ok {

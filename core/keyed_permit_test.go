@@ -142,18 +142,26 @@ func TestLocalKeyedReentrantMatchesItsKey(t *testing.T) {
 }
 
 // A nil AcquireOption is refused with ErrInvalidArgument by every keyed
-// backend, reentrant or not (the reentrancy check used to call it and
-// panic).
+// backend, reentrant or not, nested or not (the reentrancy check used to
+// call it and panic).
 func TestKeyedNilAcquireOption(t *testing.T) {
 	for name, newKeyed := range keyedBackends() {
 		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
+			bg := context.Background()
 			for _, opts := range [][]core.Option{nil, {core.WithReentrant()}} {
-				k := newKeyed(t, 1, opts...)
-				for _, acq := range []func(context.Context, string, ...core.AcquireOption) (*core.Permit, error){k.Acquire, k.TryAcquire} {
-					if _, err := acq(ctx, "a", core.WithWeight(1), nil); !errors.Is(err, core.ErrInvalidArgument) {
-						t.Fatalf("nil AcquireOption (%d options): %v, want ErrInvalidArgument", len(opts), err)
+				k := newKeyed(t, 2, opts...)
+				p, err := k.Acquire(bg, "a")
+				ok(t, err)
+				for ctxName, ctx := range map[string]context.Context{"bg": bg, "holder": core.ContextWithPermit(bg, p)} {
+					for _, acq := range []func(context.Context, string, ...core.AcquireOption) (*core.Permit, error){k.Acquire, k.TryAcquire} {
+						if q, err := acq(ctx, "a", core.WithWeight(1), nil); !errors.Is(err, core.ErrInvalidArgument) {
+							t.Fatalf("nil AcquireOption (%d options, %s ctx): %v, %v; want ErrInvalidArgument", len(opts), ctxName, q, err)
+						}
 					}
+				}
+				ok(t, p.Release(bg))
+				if st, err := k.Stats(bg, "a"); err != nil || st.InUse != 0 {
+					t.Fatalf("after the refusals: %+v, %v; want nothing in use", st, err)
 				}
 				ok(t, k.Close())
 			}
