@@ -41,7 +41,7 @@ type keyedBackend interface {
 type Keyed struct {
 	def     int64
 	maxIdle int
-	newSem  func(id keyID, label string, limit int64) keyedBackend
+	newSem  func(id keyID, label string, limit int64) keyedBackend // a *Local it returns is owned by its entry (see ref)
 	closeFn func() error
 
 	reentrant bool // WithReentrant
@@ -58,6 +58,7 @@ type keyedEntry struct {
 	k          *Keyed
 	key        keyID
 	sem        keyedBackend
+	local      *Local // sem, when it is a Local: its permits are e's (NewLocalKeyed)
 	refs       int
 	prev, next *keyedEntry // in k.idle while refs == 0 (an intrusive list: no allocation)
 }
@@ -72,10 +73,17 @@ var _ KeyedSemaphore = (*Keyed)(nil)
 // NewLocalKeyed returns in-process semaphores per key, each with
 // defaultLimit permits unless WithLimits or SetLimit says otherwise. It
 // panics unless 0 < defaultLimit <= MaxLimit, or on a bad option.
+//
+// A permit it grants is the key's Local's own permit, with no wrapper
+// around it: the Local's shared permitExt names the key's entry as its
+// owner, so Release gives the permit back to the Local and then unrefs the
+// entry. That keeps a keyed acquire at one allocation, as a plain Local's.
 func NewLocalKeyed(defaultLimit int64, opts ...Option) *Keyed {
 	cfg := buildConfig(opts)
+	lcfg := cfg
+	lcfg.reentrant = false // Keyed.do nests, matching the entry
 	return newKeyed(defaultLimit, cfg, func(_ keyID, label string, limit int64) keyedBackend {
-		return newLocal(label, limit, cfg)
+		return newLocal(label, limit, lcfg)
 	}, nil)
 }
 
@@ -104,11 +112,17 @@ func (k *Keyed) TryAcquire(ctx context.Context, key string, opts ...AcquireOptio
 }
 
 func (k *Keyed) do(ctx context.Context, key string, opts []AcquireOption, try bool) (*Permit, error) {
-	if p, ok, err := reenter(ctx, k.reentrant, key, nestedWeight(opts), func(o releaser) bool {
-		e, ok := o.(*keyedEntry)
-		return ok && e.k == k && e.key == newKeyID(key)
-	}); ok {
-		return p, err
+	if k.reentrant {
+		w, err := nestedWeight(opts)
+		if err != nil {
+			return nil, err
+		}
+		if p, ok, err := reenter(ctx, true, key, w, func(o releaser) bool {
+			e, ok := o.(*keyedEntry)
+			return ok && e.k == k && e.key == newKeyID(key)
+		}); ok {
+			return p, err
+		}
 	}
 	e, err := k.ref(key)
 	if err != nil {
@@ -124,11 +138,28 @@ func (k *Keyed) do(ctx context.Context, key string, opts []AcquireOption, try bo
 		k.unref(e)
 		return nil, err
 	}
-	return newPermit(permitExt{owner: e, lost: p.lost, inner: p, grantUS: p.grantUS}, p.weight, p.token), nil
+	return e.wrap(p), nil
 }
 
+// wrap returns the Keyed permit for p, a permit of e.sem: p itself when e
+// owns it already (a Local of NewLocalKeyed), else a permit owned by e
+// around p, which shares p's token, lease and Lost channel.
+func (e *keyedEntry) wrap(p *Permit) *Permit {
+	if p.owner == e {
+		return p
+	}
+	return newPermit(permitExt{owner: e, lost: p.lost, inner: p, grantUS: p.grantUS}, p.weight, p.token)
+}
+
+// release gives p back to e's semaphore, then unrefs e. p is either e's
+// Local's own permit (no inner) or a wrapper around the backend's permit.
 func (e *keyedEntry) release(ctx context.Context, p *Permit) error {
-	err := p.inner.Release(ctx)
+	var err error
+	if p.inner == nil {
+		err = e.local.release(ctx, p)
+	} else {
+		err = p.inner.Release(ctx)
+	}
 	e.k.unref(e)
 	return err
 }
@@ -148,6 +179,12 @@ func (k *Keyed) ref(key string) (*keyedEntry, error) {
 		}
 		id = id.keep()
 		e = &keyedEntry{k: k, key: id, sem: k.newSem(id, id.label(key), limit)}
+		if l, ok := e.sem.(*Local); ok {
+			// No permit of l exists yet, and l is not shared: from now
+			// on its permits are e's (see NewLocalKeyed).
+			l.plain.owner = e
+			e.local = l
+		}
 		k.entries[id] = e
 	}
 	if e.next != nil {
@@ -233,8 +270,8 @@ func (k *Keyed) Close() error {
 	if k.closeFn == nil {
 		locals = make([]*Local, 0, len(k.entries))
 		for _, e := range k.entries {
-			if l, ok := e.sem.(*Local); ok {
-				locals = append(locals, l)
+			if e.local != nil {
+				locals = append(locals, e.local)
 			}
 		}
 	}

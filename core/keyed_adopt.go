@@ -22,7 +22,7 @@ func (k *Keyed) Adopt(ctx context.Context, key, id string) (*Permit, error) {
 		k.unref(e)
 		return nil, err
 	}
-	return newPermit(permitExt{owner: e, lost: p.lost, inner: p, grantUS: p.grantUS}, p.weight, p.token), nil
+	return e.wrap(p), nil
 }
 
 // ReleaseID is Redis.ReleaseID on the semaphore of key. It returns an

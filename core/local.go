@@ -39,7 +39,7 @@ type Local struct {
 	waiters waitQueue // non-empty only while state is frozen
 	closed  bool      // state stays frozen once closed
 
-	plain permitExt // shared by all of s's permits: they have no per-permit state
+	plain permitExt // shared by all of s's permits: they have no per-permit state. Its owner is s, or s's keyed entry (NewLocalKeyed)
 }
 
 // NewLocal returns an in-process semaphore of limit permits. It panics
@@ -118,7 +118,8 @@ func (s *Local) acquire(ctx context.Context, try bool, opts []AcquireOption) (*P
 	return s.acquireSlow(ctx, done, try, n)
 }
 
-func (s *Local) isOwner(o releaser) bool { return o == s }
+// isOwner reports whether o owns s's permits: s, or its keyed entry.
+func (s *Local) isOwner(o releaser) bool { return o == s.plain.owner }
 
 // acquireSlow grants under mu, or queues.
 func (s *Local) acquireSlow(ctx context.Context, done <-chan struct{}, try bool, n int64) (*Permit, error) {

@@ -44,3 +44,28 @@ func TestLocalGrantCountExhausted(t *testing.T) {
 		t.Fatalf("Stats = %+v", st)
 	}
 }
+
+// The lock-free path holds limits below freeBias, which the comment of
+// local_state.go gives as 2^19 = 524 288: a limit of 524 287 thaws the
+// state word, 524 288 keeps it frozen (every call takes the mutex).
+func TestLocalLockFreeLimitBound(t *testing.T) {
+	if freeBias != 524288 {
+		t.Fatalf("freeBias = %d, local_state.go says 524 288", freeBias)
+	}
+	for limit, frozen := range map[int64]bool{524287: false, 524288: true} {
+		s := NewLocal(limit)
+		p, err := s.TryAcquire(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.state.Load()&slowBit != 0; got != frozen {
+			t.Errorf("limit %d: frozen %v, want %v", limit, got, frozen)
+		}
+		if err := p.Release(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := s.Stats(t.Context()); st.InUse != 0 {
+			t.Errorf("limit %d: %d in use after Release", limit, st.InUse)
+		}
+	}
+}

@@ -11,10 +11,11 @@ package core
 // number of grants so far, and a token is tokBase + seq. A holder of s.mu
 // freezes the word before it changes anything, and thaws it when it is done
 // if nobody is queued, s is open and the values fit: a limit below
-// freeBias (262 144) and fewer than 2^43 grants. Otherwise the word stays
-// frozen and every Acquire and Release takes s.mu, as a mutex-based
-// semaphore does. Because seq only grows while the word is unfrozen, a
-// swap that succeeds saw every grant and release before it: no ABA.
+// freeBias (2^19 = 524 288) and fewer than 2^43 grants. Otherwise the word
+// stays frozen and every Acquire and Release takes s.mu, as a
+// mutex-based semaphore does. Because seq only grows while the word is
+// unfrozen, a swap that succeeds saw every grant and release before it: no
+// ABA.
 const (
 	slowBit  = 1
 	freeBits = 20

@@ -36,8 +36,9 @@ type releaser interface {
 // It is 32 bytes: the in-process backend allocates one per Acquire, and
 // garbage collection costs by the byte. What only some permits need is
 // behind *permitExt: a permit of a backend without per-permit state (Local,
-// fail-open) shares its backend's, one with a lease (Redis, quorum) or that
-// wraps another (Keyed, nested, leased) has its own, allocated with it.
+// a Local key of NewLocalKeyed, fail-open) shares its backend's, one with a
+// lease (Redis, quorum) or that wraps another (a Redis key of Keyed,
+// nested, leased) has its own, allocated with it.
 type Permit struct {
 	*permitExt // never nil
 	weight     int64
@@ -48,7 +49,7 @@ type Permit struct {
 type permitExt struct {
 	owner   releaser
 	lost    chan struct{} // nil: the lease can never be lost
-	inner   *Permit       // the backend's permit, for a Keyed permit
+	inner   *Permit       // the wrapped permit: a Redis key's (Keyed), the held one (nested), the local share's (leased)
 	id      string        // backend handle (Redis member); empty for Local
 	ttl     int64         // lease in milliseconds (Redis); SetLeaseTTL stores it atomically under the backend's lock
 	grantUS int64         // Redis TIME of the grant in microseconds

@@ -151,12 +151,21 @@ func (s *Redis) owns(o releaser) bool {
 	return o == s || (s.fallback != nil && o == s.fallback)
 }
 
-// nestedWeight is the weight opts ask for (1 if they do not say, or if
-// they are invalid: the backend reports that).
-func nestedWeight(opts []AcquireOption) int64 {
+// nestedWeight is the weight opts ask for (1 if they do not say). A nil
+// option is an ErrInvalidArgument error here, since a nested acquire never
+// reaches the backend's own check; other bad values are refused by reenter
+// or by the backend. With no options it allocates nothing; with some, the
+// config escapes to them (24 bytes).
+func nestedWeight(opts []AcquireOption) (int64, error) {
+	if len(opts) == 0 {
+		return 1, nil
+	}
 	a := acquireConfig{weight: 1}
 	for _, o := range opts {
+		if o == nil {
+			return 0, invalid("nil AcquireOption")
+		}
 		o(&a)
 	}
-	return a.weight
+	return a.weight, nil
 }
