@@ -89,7 +89,9 @@ func (h *quorumHold) finish(ctx context.Context, start time.Time, need int) (*Pe
 // timeouts.
 func (h *quorumHold) raise(ctx context.Context, tok int64, perms []*Permit) int {
 	ok := make(chan bool, len(perms))
-	octx, cancel := context.WithTimeout(ctx, h.q.cfg.fault.opTimeout)
+	// q.cfg's fault options are unresolved (0: the default); every
+	// master's backend holds them resolved, the same for all.
+	octx, cancel := context.WithTimeout(ctx, h.q.nodes[0].b.cfg.fault.opTimeout)
 	defer cancel()
 	for _, p := range perms {
 		s := p.owner.(*Redis)
