@@ -90,12 +90,24 @@ func (b *redisBackend) shardSweepDue(now time.Time, next *time.Duration) bool {
 }
 
 // idleShards forgets the idle shard channels and returns those subscribed.
-// b.mu must be held.
+// A semaphore with a waiter whose acquire is still in flight (not yet
+// tracked as queued: a long retry) keeps its channel too. b.mu must be
+// held.
 func (b *redisBackend) idleShards(now time.Time) []shardDrop {
 	sc := b.pubsub
 	var drops []shardDrop
+	var asking map[*Redis]bool
 	for ch, w := range b.want {
 		if now.Sub(w.last) < b.cfg.leaseTTL || b.sems[w.s] != nil {
+			continue
+		}
+		if asking == nil {
+			asking = make(map[*Redis]bool)
+			for _, wt := range b.waiters {
+				asking[wt.s] = true
+			}
+		}
+		if asking[w.s] {
 			continue
 		}
 		delete(b.want, ch)
