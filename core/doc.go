@@ -57,8 +57,9 @@
 //     past a queued waiter.
 //   - No polling, no connection per waiter. A waiting Acquire holds no Redis
 //     connection; each process has one pub/sub connection (on Cluster one
-//     per master, with a shard channel per semaphore waited on within the
-//     last lease TTL). 10,000 waiters on a pool of 20 connections work.
+//     per master, with a shard channel per semaphore waited on within
+//     about the last two lease TTLs). 10,000 waiters on a pool of 20
+//     connections work.
 //   - Leases. Every permit has a lease (WithDefaultLeaseTTL, default 10s),
 //     renewed every TTL/3 by one loop per process, each semaphore's renewal
 //     on its own so that a slow node delays only its semaphores. If a

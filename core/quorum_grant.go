@@ -81,9 +81,18 @@ func (h *quorumHold) finish(ctx context.Context, start time.Time, need int) (*Pe
 }
 
 // raise sets the token counter of the masters of perms to at least tok and
-// returns how many of them now stand at or above it.
+// returns how many of them now stand at or above it. The masters are asked
+// at once, and raise returns within one operation timeout, or by ctx's
+// end, whatever they do (also when the client does not honour ctx
+// deadlines): a master that has not answered by then counts as not
+// raised, and its round trip ends in the background by the client's own
+// timeouts.
 func (h *quorumHold) raise(ctx context.Context, tok int64, perms []*Permit) int {
 	ok := make(chan bool, len(perms))
+	// q.cfg's fault options are unresolved (0: the default); every
+	// master's backend holds them resolved, the same for all.
+	octx, cancel := context.WithTimeout(ctx, h.q.nodes[0].b.cfg.fault.opTimeout)
+	defer cancel()
 	for _, p := range perms {
 		s := p.owner.(*Redis)
 		if p.token == tok {
@@ -91,7 +100,7 @@ func (h *quorumHold) raise(ctx context.Context, tok int64, perms []*Permit) int 
 			continue
 		}
 		go func() {
-			n, err := scriptQuorumFloor.Run(ctx, s.b.client, s.keys[:1], tok).Int()
+			n, err := scriptQuorumFloor.Run(octx, s.b.client, s.keys[:1], tok).Int()
 			if err != nil {
 				s.b.report(s.label, unavailable("raise token", s.name, err))
 			}
@@ -100,8 +109,13 @@ func (h *quorumHold) raise(ctx context.Context, tok int64, perms []*Permit) int 
 	}
 	raised := 0
 	for range perms {
-		if <-ok {
-			raised++
+		select {
+		case r := <-ok:
+			if r {
+				raised++
+			}
+		case <-octx.Done():
+			return raised
 		}
 	}
 	return raised

@@ -232,7 +232,12 @@ func TestQuorumTokensSurviveAForgetfulMaster(t *testing.T) {
 	prefix := uniquePrefix(t)
 	ms := masters(t, 3)
 	cs := clientsOf(t, ms)
-	q := core.NewQuorum(cs, "tok", 1, core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(time.Second))
+	// Masters get 1 s to answer, not TTL/10: under -race on a loaded
+	// machine a live master's first Acquire (subscribe, rights check,
+	// script) took over 100 ms in 3 of 20 runs, and with one master down
+	// a skipped live one fails the Acquire.
+	q := core.NewQuorum(cs, "tok", 1, core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(time.Second),
+		core.WithMasterTimeout(time.Second))
 	defer q.Close()
 
 	ms[1].Kill() // the next grants come from masters 0 and 2

@@ -108,7 +108,11 @@ func (b *redisBackend) beat() time.Duration {
 			next = min(next, t.reapAt.Sub(now))
 		}
 	}
+	sweep := b.sharded && b.shardSweepDue(now, &next)
 	b.mu.Unlock()
+	if sweep {
+		b.goBackground(b.sweepIdleShards)
+	}
 	return max(next, time.Millisecond)
 }
 

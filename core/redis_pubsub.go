@@ -12,7 +12,10 @@ import (
 // grant can be published before anyone listens. It returns by
 // ctx's end whatever Redis does: the subscription is made in the
 // background, bounded by the operation timeout, and kept if it succeeds
-// after the caller gave up.
+// after the caller gave up. The caller waits for it at most the operation
+// timeout (also when the client does not honour ctx deadlines, where a
+// dial to a server that never answers lasts the client's DialTimeout);
+// the error then wraps context.DeadlineExceeded, or the refused dial.
 func (b *redisBackend) listen(ctx context.Context, s *Redis) error {
 	if ok, err := b.subscribed(s); ok || err != nil {
 		return err
@@ -31,15 +34,20 @@ func (b *redisBackend) listen(ctx context.Context, s *Redis) error {
 		return errBreakerOpen
 	}
 	done := make(chan error, 1)
+	start := time.Now()
 	if !b.goBackground(func() { defer func() { <-b.subSem }(); done <- b.subscribe(ctx, s) }) {
 		<-b.subSem
 		return ErrClosed
 	}
+	t := time.NewTimer(b.cfg.fault.opTimeout)
+	defer t.Stop()
 	select {
 	case err := <-done:
 		return err
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-t.C:
+		return b.dials.explain(ctx, start, context.DeadlineExceeded)
 	}
 }
 

@@ -15,19 +15,24 @@ var errNoRights = errors.New("the Redis user lacks rights of the minimum ACL")
 // Redis user may run every command the scripts use (lua/rights.lua), so
 // that a missing right fails that first call before any write. Until one
 // check succeeds, every call checks again (a right may be granted
-// meanwhile). A failed check round trip returns its error; a user without
-// EVAL or EVALSHA gets Redis's own NOPERM error.
+// meanwhile). It returns by ctx's end, also when the client does not honour
+// ctx deadlines. A failed check round trip returns its error; a user
+// without EVAL or EVALSHA gets Redis's own NOPERM error.
 func (s *Redis) checkRights(ctx context.Context) error {
 	b := s.b
 	if b.rightsOK.Load() {
 		return nil
 	}
-	v, err := scriptRights.Run(ctx, b.client, s.keys, s.notify).StringSlice()
+	v, err := b.call(ctx, ctx, scriptRights, s.keys, []any{s.notify})
 	if err != nil {
 		return err
 	}
 	if len(v) > 0 {
-		return fmt.Errorf("%w: it may not run %s", errNoRights, strings.Join(v, ", "))
+		missing := make([]string, len(v))
+		for i, c := range v {
+			missing[i] = fmt.Sprint(c)
+		}
+		return fmt.Errorf("%w: it may not run %s", errNoRights, strings.Join(missing, ", "))
 	}
 	b.rightsOK.Store(true)
 	return nil

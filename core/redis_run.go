@@ -30,20 +30,35 @@ func (s *Redis) runScript(ctx context.Context, sc *redis.Script, gated bool, lim
 	if gated && !b.brk.allow(sent) {
 		return reply{}, errBreakerOpen
 	}
+	// Until the user's rights are known, the call checks them first
+	// (redis_rights.go). The check and the script share the call's one
+	// operation timeout, so the call still returns within it: a check
+	// that gets no answer is this call's failed round trip, and the script
+	// is not sent.
+	sctx, send := ctx, true
+	var err error
 	if !b.rightsOK.Load() {
-		octx, cancel := context.WithTimeout(ctx, b.cfg.fault.opTimeout)
-		err := s.checkRights(octx)
-		cancel()
-		// Any other failure of the check is the main script's to meet.
-		if errors.Is(err, errNoRights) {
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithDeadline(ctx, sent.Add(b.cfg.fault.opTimeout))
+		defer cancel()
+		err = s.checkRights(sctx)
+		var re redis.Error
+		switch {
+		case errors.Is(err, errNoRights):
 			b.brk.record(outcomeOK, time.Now())
 			return reply{}, err
+		case errors.As(err, &re):
+			err = nil // a Redis reply (NOPERM, MOVED...) is the script's to meet
 		}
+		send = err == nil
 	}
-	argv := make([]any, 0, 2+len(args))
-	argv = append(argv, limit, s.notify)
-	argv = append(argv, args...)
-	v, err := b.callRetry(ctx, sc, s.keys, argv)
+	var v []any
+	if send {
+		argv := make([]any, 0, 2+len(args))
+		argv = append(argv, limit, s.notify)
+		argv = append(argv, args...)
+		v, err = b.callRetry(sctx, sc, s.keys, argv)
+	}
 	recv := time.Now()
 	o := classify(ctx, err, recv.Sub(sent), b.cfg.fault.opTimeout)
 	b.brk.record(o, recv)
@@ -52,7 +67,7 @@ func (s *Redis) runScript(ctx context.Context, sc *redis.Script, gated bool, lim
 		b.reloadSlots() // a dead Cluster master: find its successor
 	}
 	if err != nil {
-		if gated && !neverSent(err) {
+		if gated && send && !neverSent(err) {
 			b.resyncSem(s)
 		}
 		return reply{}, b.dials.explain(ctx, sent, err) // a refused dial, not "deadline exceeded"

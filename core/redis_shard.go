@@ -20,7 +20,7 @@ import (
 // process subscribes on the slot's master (checked: a replica would take
 // the subscription, and get the messages, without being counted), with one
 // connection per master (not per semaphore) and an SSUBSCRIBE for each
-// semaphore it waited on within the last lease TTL; the follower
+// semaphore in use (redis_shard_sweep.go drops the idle ones); the follower
 // (redis_follow.go) remakes the whole set after a connection error, a
 // failover or a slot move.
 
@@ -101,6 +101,7 @@ func (b *redisBackend) wantShard(s *Redis) {
 		return
 	}
 	b.want[s.notify] = &shardWant{s: s, last: time.Now()}
+	b.poke() // the loop schedules its sweep (redis_shard_sweep.go)
 }
 
 // newShardSub subscribes every shard channel in use, each on the master of

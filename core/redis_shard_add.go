@@ -155,39 +155,3 @@ func (b *redisBackend) shardEvent(sc *sub, ps *redis.PubSub, m *redis.Subscripti
 		}
 	})
 }
-
-// sweepShards unsubscribes, at most once per lease TTL, the shard channels
-// that no wait needed for a lease TTL and whose semaphore has no permit or
-// waiter tracked here, so that a process subscribes only the semaphores in
-// use (keyed semaphores: not one channel per key ever used).
-func (b *redisBackend) sweepShards() {
-	now := time.Now()
-	b.mu.Lock()
-	if now.Sub(b.lastSweep) < b.cfg.leaseTTL {
-		b.mu.Unlock()
-		return
-	}
-	b.lastSweep = now
-	sc := b.pubsub
-	type drop struct {
-		ps *redis.PubSub
-		ch string
-	}
-	var drops []drop
-	for ch, w := range b.want {
-		if now.Sub(w.last) < b.cfg.leaseTTL || b.sems[w.s] != nil {
-			continue
-		}
-		delete(b.want, ch)
-		if sc != nil && sc.has[ch] != nil {
-			drops = append(drops, drop{sc.has[ch], ch})
-			delete(sc.has, ch)
-		}
-	}
-	b.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.fault.opTimeout)
-	defer cancel()
-	for _, d := range drops {
-		_ = d.ps.SUnsubscribe(ctx, d.ch) // one per channel: slots differ
-	}
-}

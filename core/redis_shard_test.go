@@ -66,8 +66,30 @@ func TestClusterKeyedShardSubscriptions(t *testing.T) {
 		}
 	}
 
+	conns, channels, masters := shardSubs(ctx, t, admin, client)
+	if conns > masters || channels != n {
+		t.Errorf("%d subscription connections with %d shard channels on %d masters, want at most one per master and %d channels", conns, channels, masters, n)
+	}
+	t.Logf("%d keyed waiters: %d subscription connections, %d shard channels", n, conns, channels)
+
+	for _, p := range held {
+		ok(t, p.Release(ctx))
+	}
+	for range n {
+		select {
+		case err := <-got:
+			ok(t, err)
+		case <-ctx.Done():
+			t.Fatal("a keyed waiter was not served")
+		}
+	}
+}
+
+// shardSubs counts, over the masters of a Cluster, the pub/sub connections
+// of the client named client and their shard channels.
+func shardSubs(ctx context.Context, t *testing.T, admin *redis.ClusterClient, client string) (conns, channels, masters int) {
+	t.Helper()
 	var mu sync.Mutex // ForEachMaster runs on every master at once
-	conns, channels, masters := 0, 0, 0
 	ok(t, admin.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
 		list, err := m.Do(ctx, "CLIENT", "LIST", "TYPE", "pubsub").Text()
 		if err != nil {
@@ -90,20 +112,81 @@ func TestClusterKeyedShardSubscriptions(t *testing.T) {
 		}
 		return nil
 	}))
-	if conns > masters || channels != n {
-		t.Errorf("%d subscription connections with %d shard channels on %d masters, want at most one per master and %d channels", conns, channels, masters, n)
-	}
-	t.Logf("%d keyed waiters: %d subscription connections, %d shard channels", n, conns, channels)
+	return conns, channels, masters
+}
 
-	for _, p := range held {
+// TestClusterIdleShardChannelsDropped: a process that stops using keyed
+// semaphores drops their shard channels (SUNSUBSCRIBE) within about two
+// lease TTLs, although it subscribes nothing new; they used to stay until
+// another semaphore was subscribed. A key used again is subscribed again
+// and its waiter served.
+func TestClusterIdleShardChannelsDropped(t *testing.T) {
+	addrs := coretest.RedisClusterAddrs(t)
+	prefix := uniquePrefix(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	client := "idle" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ClientName: client})
+	t.Cleanup(func() { _ = c.Close() })
+	admin := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	t.Cleanup(func() { _ = admin.Close() })
+	const ttl = time.Second
+	opts := []core.Option{core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(ttl)}
+	sems := core.NewRedisKeyed(c, "idle", 1, opts...)
+	defer sems.Close()
+	holders := core.NewRedisKeyed(admin, "idle", 1, opts...)
+	defer holders.Close()
+
+	const n = 10
+	start := time.Now()
+	for i := range n {
+		p, err := sems.Acquire(ctx, "key"+strconv.Itoa(i)) // subscribes its channel first
+		ok(t, err)
 		ok(t, p.Release(ctx))
 	}
-	for range n {
-		select {
-		case err := <-got:
-			ok(t, err)
-		case <-ctx.Done():
-			t.Fatal("a keyed waiter was not served")
+	if _, channels, _ := shardSubs(ctx, t, admin, client); channels != n {
+		t.Fatalf("%d shard channels after %d keys were used, want %d", channels, n, n)
+	}
+	for {
+		_, channels, _ := shardSubs(ctx, t, admin, client)
+		if channels == 0 {
+			break
 		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%d shard channels still subscribed %v after their keys were last used (lease TTL %v)", channels, time.Since(start), ttl)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	t.Logf("idle shard channels dropped %v after the first of %d keys was used (lease TTL %v)", time.Since(start), n, ttl)
+
+	h, err := holders.TryAcquire(ctx, "key0")
+	ok(t, err)
+	got := make(chan error, 1)
+	go func() {
+		p, err := sems.Acquire(ctx, "key0")
+		if err == nil {
+			err = p.Release(ctx)
+		}
+		got <- err
+	}()
+	for {
+		st, err := sems.Stats(ctx, "key0")
+		ok(t, err)
+		if st.Waiting == 1 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the waiter on key0 was not queued")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	ok(t, h.Release(ctx))
+	select {
+	case err := <-got:
+		ok(t, err)
+	case <-ctx.Done():
+		t.Fatal("the waiter on a key used again was not served")
 	}
 }
