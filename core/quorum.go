@@ -62,7 +62,10 @@ import (
 // the order in which they queued on the first master that is up. FIFO does
 // not hold across a change of that master (it went down, or a request
 // skipped it), nor for a contender whose grants outlived the validity
-// window: it starts again at the back. The price is latency: q round trips
+// window (or whose token floor too few masters took): it gives its grants
+// back and starts again at the back, after a random pause that grows with
+// each such round (2 ms to 200 ms), so that a round that cannot succeed
+// does not spin. The price is latency: q round trips
 // one after the other when no one waits, against one for a single Redis.
 //
 // # Tokens

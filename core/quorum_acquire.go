@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -103,6 +104,7 @@ func (q *Quorum) acquire(ctx context.Context, try bool, opts []AcquireOption) (*
 	}
 	askNext()
 	waited := false
+	rounds := 0 // rounds whose grants had to be given back
 	for {
 		select {
 		case <-h.wake:
@@ -134,7 +136,15 @@ func (q *Quorum) acquire(ctx context.Context, try bool, opts []AcquireOption) (*
 				h.mu.Unlock()
 				return p, err
 			}
-			next = 0 // the window passed and every grant was given back
+			// The window passed (or too few masters took the token
+			// floor) and every grant was given back: ask again from the
+			// first master, after a pause that grows with each such round,
+			// so that a round that cannot succeed does not spin.
+			rounds++
+			if !pause(ctx, q.stop, retryPause(rounds)) {
+				continue // ctx ended or Close: the select above answers
+			}
+			next = 0
 			askNext()
 		case granted+running+n-next < need:
 			err := h.failure(ctx, need)
@@ -150,6 +160,27 @@ func (q *Quorum) acquire(ctx context.Context, try bool, opts []AcquireOption) (*
 			waited = true
 			q.cfg.observe(Event{Kind: EventWait, Name: q.name, Weight: a.weight})
 		}
+	}
+}
+
+// retryPause is the pause before round r of asking again: random in
+// [d/2, 3d/2) for d = 2^r ms, at most 200 ms.
+func retryPause(r int) time.Duration {
+	d := min(time.Millisecond<<min(r, 8), 200*time.Millisecond)
+	return d/2 + rand.N(d)
+}
+
+// pause waits for d; false if ctx ended or stop closed first.
+func pause(ctx context.Context, stop <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-stop:
+		return false
 	}
 }
 
