@@ -235,7 +235,10 @@ func (q *Quorum) drift(ttl time.Duration) time.Duration {
 // Acquire blocks until the required number of masters grant the permits
 // within the validity window, ctx ends, the semaphore is closed, or too
 // few masters can be reached (then the failure policy decides). On failure
-// every grant it got is released on every master before it returns.
+// every grant it got is released on every master before it returns, except
+// when ctx ends or the semaphore is closed: it then returns at once, and the
+// grants are released in the background (Close waits for that; a grant
+// whose master cannot be reached ends with its lease).
 func (q *Quorum) Acquire(ctx context.Context, opts ...AcquireOption) (*Permit, error) {
 	return q.acquire(ctx, false, opts)
 }

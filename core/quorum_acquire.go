@@ -111,12 +111,12 @@ func (q *Quorum) acquire(ctx context.Context, try bool, opts []AcquireOption) (*
 		case <-answer.C:
 			h.skipSilent(next - 1) // then ask the next one, below
 		case <-ctx.Done():
-			h.rollback(ctx)
+			h.rollbackBackground(ctx)
 			err := ctxError(ctx, q.name)
 			q.cfg.observe(Event{Kind: EventAbandoned, Name: q.name, Weight: a.weight, Wait: time.Since(start), Err: err})
 			return nil, err
 		case <-q.stop:
-			h.rollback(ctx)
+			h.rollbackBackground(ctx)
 			return nil, ErrClosed
 		}
 		h.skipFailed()

@@ -135,6 +135,17 @@ func (h *quorumHold) rollback(ctx context.Context) {
 	h.waitRequests(ctx)
 }
 
+// rollbackBackground is rollback for an Acquire whose ctx ended (or whose
+// semaphore closed): it runs in the background, so that Acquire returns at
+// once instead of after a round trip to every master (or, with a master
+// stalled, after the operation timeout). Close waits for it.
+func (h *quorumHold) rollbackBackground(ctx context.Context) {
+	h.mu.Lock()
+	h.state = holdDone
+	h.mu.Unlock()
+	h.q.spawn(func() { h.rollback(ctx) })
+}
+
 // waitRequests waits for the requests still under way to end (they were
 // cancelled), for at most WithMasterTimeout: a stalled master's request
 // may take longer, and gives back its grant by itself.

@@ -16,10 +16,11 @@ import (
 	"github.com/distsem/distsem/core"
 )
 
-// stallFloor is a go-redis hook that, once on, holds every run of the
-// quorum's token-floor script (lua/quorum_floor.lua) until release is
-// closed, whatever the command's ctx: a master that stalls after it
-// granted, seen through a client without ContextTimeoutEnabled.
+// stallFloor is a go-redis hook that, once on, holds every run of one
+// script (the quorum's token floor, lua/quorum_floor.lua, or another)
+// until release is closed, whatever the command's ctx: a master that
+// stalls after it granted, seen through a client without
+// ContextTimeoutEnabled.
 type stallFloor struct {
 	on      atomic.Bool
 	sha     string // of the script, as EVALSHA names it
@@ -50,10 +51,7 @@ func (h *stallFloor) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // raised (the round trip after the grants). raise used to wait for every
 // master's answer with no bound but the client's own timeouts.
 func TestQuorumRaiseHonoursCtx(t *testing.T) {
-	lua, err := os.ReadFile("lua/quorum_floor.lua")
-	ok(t, err)
-	sum := sha1.Sum(lua)
-	hook := &stallFloor{sha: hex.EncodeToString(sum[:]), script: string(lua), release: make(chan struct{})}
+	hook := stallScript(t, "lua/quorum_floor.lua")
 	defer close(hook.release) // before the clients close (deferred earlier)
 
 	prefix := uniquePrefix(t)
@@ -96,5 +94,74 @@ func TestQuorumRaiseHonoursCtx(t *testing.T) {
 		}
 	case <-time.After(wait + 2*slack):
 		t.Fatalf("Acquire not done %v after its %v deadline", 2*slack, wait)
+	}
+}
+
+// stallScript returns a stallFloor for the script made of files (as
+// core/scripts.go concatenates them), off until the test turns it on.
+func stallScript(t *testing.T, files ...string) *stallFloor {
+	t.Helper()
+	var lua []byte
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		ok(t, err)
+		lua = append(lua, b...)
+	}
+	sum := sha1.Sum(lua)
+	return &stallFloor{sha: hex.EncodeToString(sum[:]), script: string(lua), release: make(chan struct{})}
+}
+
+// TestQuorumCancelReturnsWhileReleasesStall: a quorum Acquire whose ctx
+// ends returns by its deadline although giving back the grant it already
+// had stalls on its master. The rollback used to run before Acquire
+// returned, so the stalled release (bounded only by the operation timeout)
+// held the caller past its deadline. The grant is still given back, in
+// the background.
+func TestQuorumCancelReturnsWhileReleasesStall(t *testing.T) {
+	hook := stallScript(t, "lua/lib.lua", "lua/release.lua")
+	defer close(hook.release) // before the clients close (deferred earlier)
+
+	prefix := uniquePrefix(t)
+	ms := masters(t, 3)
+	cs := clientsOf(t, ms)
+	cs[0].AddHook(hook)
+	ctx := context.Background()
+	// Masters 1 and 2 are held outside the quorum: its Acquire gets
+	// master 0 (asked first), then queues on master 1.
+	for _, c := range cs[1:] {
+		s := core.NewRedis(c, "stall", 1, core.WithKeyPrefix(prefix))
+		defer s.Close()
+		p := acquire(t, s)
+		defer func() { _ = p.Release(ctx) }()
+	}
+	q := core.NewQuorum(cs, "stall", 1, core.WithKeyPrefix(prefix), core.WithOperationTimeout(time.Second),
+		core.WithMasterTimeout(time.Second))
+	defer q.Close()
+	hook.on.Store(true)
+
+	const wait = 500 * time.Millisecond
+	actx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	start := time.Now()
+	errc := make(chan error, 1)
+	go func() {
+		p, err := q.Acquire(actx)
+		if p != nil {
+			_ = p.Release(ctx)
+			err = errors.New("granted while two masters of three were held")
+		}
+		errc <- err
+	}()
+	select {
+	case err := <-errc:
+		t.Logf("returned after %v: %v", time.Since(start), err)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("err = %v, want the ctx's DeadlineExceeded", err)
+		}
+		if took := time.Since(start); took > wait+slack {
+			t.Errorf("Acquire returned %v after it began, more than %v past its %v deadline", took, slack, wait)
+		}
+	case <-time.After(wait + 4*time.Second):
+		t.Fatalf("Acquire not done 4 s after its %v deadline", wait)
 	}
 }
