@@ -41,7 +41,6 @@ require (
 	github.com/valyala/fasttemplate v1.2.2 // indirect
 	github.com/yuin/gopher-lua v1.1.1 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
-	go.uber.org/goleak v1.3.0 // indirect
 	golang.org/x/crypto v0.57.0 // indirect
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/net v0.60.0 // indirect
@@ -62,6 +61,7 @@ require (
 	github.com/distsem/distsem/echomw v0.0.0
 	github.com/distsem/distsem/grpcmw v0.0.0
 	github.com/distsem/distsem/sqlmw v0.0.0
+	go.uber.org/goleak v1.3.0
 )
 
 replace (

@@ -20,8 +20,9 @@ const (
 
 // WithOperationTimeout bounds every round trip to Redis (one script,
 // including go-redis's own retries of it) to d, within the caller's ctx.
-// Until the user's rights have been checked once, a call's rights check
-// and its script share that one bound.
+// Until the user's rights have been checked once, a call first checks
+// them within that one bound; if the check gets no answer, the call fails
+// then, without sending its script.
 // A round trip that takes longer counts as a backend failure, so the
 // failure policy applies after at most d. Its error wraps
 // context.DeadlineExceeded, or, when the client's dials were failing

@@ -31,10 +31,10 @@ func (s *Redis) runScript(ctx context.Context, sc *redis.Script, gated bool, lim
 		return reply{}, errBreakerOpen
 	}
 	// Until the user's rights are known, the call checks them first
-	// (redis_rights.go). The check and the script share the call's one
-	// operation timeout, so the call still returns within it: a check
+	// (redis_rights.go), within the call's one operation timeout: a check
 	// that gets no answer is this call's failed round trip, and the script
-	// is not sent.
+	// is not sent, so against a server that refuses or never answers the
+	// call still returns within one operation timeout.
 	sctx, send := ctx, true
 	var err error
 	if !b.rightsOK.Load() {
@@ -51,6 +51,11 @@ func (s *Redis) runScript(ctx context.Context, sc *redis.Script, gated bool, lim
 			err = nil // a Redis reply (NOPERM, MOVED...) is the script's to meet
 		}
 		send = err == nil
+		if send {
+			// The server answers: the script gets its own round trips, and
+			// a slot in migration its retries, within ctx (callRetry).
+			sctx = ctx
+		}
 	}
 	var v []any
 	if send {
