@@ -73,28 +73,7 @@ func TestQuorumRaiseHonoursCtx(t *testing.T) {
 	}
 	hook.on.Store(true)
 
-	const wait = time.Second
-	actx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	start := time.Now()
-	errc := make(chan error, 1)
-	go func() {
-		p, err := q.Acquire(actx)
-		if p != nil {
-			_ = p.Release(ctx)
-			err = errors.New("granted without raising the token floor")
-		}
-		errc <- err
-	}()
-	select {
-	case err := <-errc:
-		t.Logf("returned after %v: %v", time.Since(start), err)
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("err = %v, want the ctx's DeadlineExceeded", err)
-		}
-	case <-time.After(wait + 2*slack):
-		t.Fatalf("Acquire not done %v after its %v deadline", 2*slack, wait)
-	}
+	acquireUntilDeadline(t, q, time.Second, 2*slack, "granted without raising the token floor")
 }
 
 // stallScript returns a stallFloor for the script made of files (as
@@ -139,7 +118,16 @@ func TestQuorumCancelReturnsWhileReleasesStall(t *testing.T) {
 	defer q.Close()
 	hook.on.Store(true)
 
-	const wait = 500 * time.Millisecond
+	acquireUntilDeadline(t, q, 500*time.Millisecond, slack, "granted while two masters of three were held")
+}
+
+// acquireUntilDeadline runs q.Acquire with a ctx that ends after wait, in
+// which no permit can be granted (a grant fails the test with why), and
+// fails the test unless it returns the ctx's DeadlineExceeded at most late
+// after the deadline.
+func acquireUntilDeadline(t *testing.T, q *core.Quorum, wait, late time.Duration, why string) {
+	t.Helper()
+	ctx := context.Background()
 	actx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	start := time.Now()
@@ -148,20 +136,21 @@ func TestQuorumCancelReturnsWhileReleasesStall(t *testing.T) {
 		p, err := q.Acquire(actx)
 		if p != nil {
 			_ = p.Release(ctx)
-			err = errors.New("granted while two masters of three were held")
+			err = errors.New(why)
 		}
 		errc <- err
 	}()
 	select {
 	case err := <-errc:
-		t.Logf("returned after %v: %v", time.Since(start), err)
+		took := time.Since(start)
+		t.Logf("returned after %v: %v", took, err)
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("err = %v, want the ctx's DeadlineExceeded", err)
 		}
-		if took := time.Since(start); took > wait+slack {
-			t.Errorf("Acquire returned %v after it began, more than %v past its %v deadline", took, slack, wait)
+		if took > wait+late {
+			t.Errorf("Acquire returned %v after it began, more than %v past its %v deadline", took, late, wait)
 		}
-	case <-time.After(wait + 4*time.Second):
-		t.Fatalf("Acquire not done 4 s after its %v deadline", wait)
+	case <-time.After(wait + late + 4*time.Second):
+		t.Fatalf("Acquire not done %v after its %v deadline", late+4*time.Second, wait)
 	}
 }
