@@ -127,6 +127,7 @@ func (b *redisBackend) semaphore(name string, limit int64, owned bool) *Redis {
 		// The channel's hash tag is the semaphore's: the same slot.
 		s.notify = b.cfg.prefix + "notify:{" + name + "}:" + strings.TrimPrefix(b.channel, b.cfg.prefix+"notify:")
 	}
+	s.args = newEvalArgs(s.keys, s.notify)
 	if b.cfg.policy.mode == 2 {
 		s.fallback = newLocal(name, b.cfg.policy.fallback, b.cfg)
 	}
