@@ -162,7 +162,7 @@ func (s *Redis) runAcquire(ctx context.Context, id string, a acquireConfig, try 
 	}
 	for attempt := 0; ; attempt++ {
 		deadline := s.serverDeadline(ctx, attempt > 0)
-		r, err := s.run(ctx, scriptAcquire, s.limit, id, a.weight, a.ttl.Milliseconds(), tryArg, deadline, s.b.checkLive, s.probe(try))
+		r, err := s.run(ctx, scriptAcquire, s.limit, id, a.weight, a.ttl.Milliseconds(), tryArg, deadline, s.b.checkLiveArg(), s.probe(try))
 		if err != nil || r.deaf {
 			s.probeAt.Store(0) // the next one probes again
 		}
@@ -210,8 +210,9 @@ func (s *Redis) runAcquire(ctx context.Context, id string, a acquireConfig, try 
 const probeEvery = time.Second
 
 // probe returns the acquire script's probe argument: "1" at most every
-// probeEvery per semaphore, for an Acquire that may queue.
-func (s *Redis) probe(try bool) string {
+// probeEvery per semaphore, for an Acquire that may queue. (It returns
+// constants as any: boxing them allocates nothing.)
+func (s *Redis) probe(try bool) any {
 	if try || s.b.checkLive != "1" {
 		return "0"
 	}
@@ -220,6 +221,17 @@ func (s *Redis) probe(try bool) string {
 		return "0"
 	}
 	return "1"
+}
+
+// checkLiveArg is b.checkLive as an argument, boxed without allocating.
+func (b *redisBackend) checkLiveArg() any {
+	switch b.checkLive {
+	case "1":
+		return "1"
+	case "0":
+		return "0"
+	}
+	return b.checkLive
 }
 
 func since(t time.Time) time.Duration {
@@ -263,7 +275,7 @@ func (s *Redis) leave(ctx context.Context, id string, ttl time.Duration) {
 // budget passes or the backend closes, and returns its code. In the
 // foreground (a Release) it gives up at once when the breaker is open.
 func (s *Redis) releaseID(ctx context.Context, id string, ttl, budget time.Duration, foreground bool) (int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, budget)
+	ctx, cancel := withTimeout(ctx, budget)
 	defer cancel()
 	backoff := 20 * time.Millisecond
 	for {
