@@ -162,7 +162,7 @@ func (s *Redis) runAcquire(ctx context.Context, id string, a acquireConfig, try 
 	}
 	for attempt := 0; ; attempt++ {
 		deadline := s.serverDeadline(ctx, attempt > 0)
-		r, err := s.run(ctx, scriptAcquire, s.limit, id, a.weight, a.ttl.Milliseconds(), tryArg, deadline, s.b.checkLiveArg(), s.probe(try))
+		r, err := s.run(ctx, scriptAcquire, s.limit, id, a.weight, s.b.leaseArg(a.ttl), tryArg, deadline, s.b.checkLiveArg(), s.probe(try))
 		if err != nil || r.deaf {
 			s.probeAt.Store(0) // the next one probes again
 		}
@@ -267,7 +267,7 @@ func (s *Redis) leave(ctx context.Context, id string, ttl time.Duration) {
 		// Closed: one bounded try, done before Close's caller returns.
 		ctx, cancel := context.WithTimeout(ctx, s.b.cfg.fault.opTimeout)
 		defer cancel()
-		_, _ = s.run(ctx, scriptRelease, s.limit, id, s.b.tombTTL(ttl))
+		_, _ = s.run(ctx, scriptRelease, s.limit, id, s.b.tombArg(ttl))
 	}
 }
 
@@ -279,7 +279,7 @@ func (s *Redis) releaseID(ctx context.Context, id string, ttl, budget time.Durat
 	defer cancel()
 	backoff := 20 * time.Millisecond
 	for {
-		r, err := s.run(ctx, scriptRelease, s.limit, id, s.b.tombTTL(ttl))
+		r, err := s.run(ctx, scriptRelease, s.limit, id, s.b.tombArg(ttl))
 		if err == nil {
 			s.b.noteReleased(s, id, ttl)
 			return r.code, nil

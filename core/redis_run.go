@@ -329,3 +329,26 @@ func (s *Redis) serverDeadline(ctx context.Context, wider bool) int64 {
 func (b *redisBackend) tombTTL(ttl time.Duration) int64 {
 	return min(ttl, 2*b.cfg.fault.opTimeout+2*time.Second).Milliseconds()
 }
+
+// Arguments of the default lease TTL, boxed once (newRedisBackend): most
+// calls use them, and boxing an int64 above 255 allocates.
+type ttlArgs struct {
+	lease    time.Duration
+	ms, tomb any // lease.Milliseconds(), tombTTL(lease)
+}
+
+// leaseArg is ttl in ms as a script argument.
+func (b *redisBackend) leaseArg(ttl time.Duration) any {
+	if ttl == b.ttlArgs.lease {
+		return b.ttlArgs.ms
+	}
+	return ttl.Milliseconds()
+}
+
+// tombArg is tombTTL(ttl) as a script argument.
+func (b *redisBackend) tombArg(ttl time.Duration) any {
+	if ttl == b.ttlArgs.lease {
+		return b.ttlArgs.tomb
+	}
+	return b.tombTTL(ttl)
+}
