@@ -16,7 +16,7 @@ import (
 // them), plus a little slack for the background goroutines of the backend
 // and the client. It was 80 before the allocation work (branch allocs2);
 // raise it only knowingly.
-const maxPairAllocs = 44
+const maxPairAllocs = 42
 
 // TestRedisAllocsUncontended keeps the allocations of the uncontended path
 // from growing unnoticed. It counts allocations, never time.
