@@ -18,6 +18,7 @@ type Redis struct {
 	limit    int64 // configured; the limit stored in Redis wins
 	owned    bool  // Close closes b
 	fallback *Local
+	args     evalArgs     // keys and notify, boxed once for the scripts (redis_run.go)
 	clock    serverClock  // Redis TIME against the local clock
 	seen     atomic.Int64 // the limit in force, as the last script said (Quorum)
 	leased   *leased      // WithLeasedShares; nil in the default mode

@@ -162,7 +162,7 @@ func (s *Redis) runAcquire(ctx context.Context, id string, a acquireConfig, try 
 	}
 	for attempt := 0; ; attempt++ {
 		deadline := s.serverDeadline(ctx, attempt > 0)
-		r, err := s.run(ctx, scriptAcquire, s.limit, id, a.weight, a.ttl.Milliseconds(), tryArg, deadline, s.b.checkLive, s.probe(try))
+		r, err := s.run(ctx, scriptAcquire, s.limit, id, a.weight, s.b.leaseArg(a.ttl), tryArg, deadline, s.b.checkLiveArg(), s.probe(try))
 		if err != nil || r.deaf {
 			s.probeAt.Store(0) // the next one probes again
 		}
@@ -210,8 +210,9 @@ func (s *Redis) runAcquire(ctx context.Context, id string, a acquireConfig, try 
 const probeEvery = time.Second
 
 // probe returns the acquire script's probe argument: "1" at most every
-// probeEvery per semaphore, for an Acquire that may queue.
-func (s *Redis) probe(try bool) string {
+// probeEvery per semaphore, for an Acquire that may queue. (It returns
+// constants as any: boxing them allocates nothing.)
+func (s *Redis) probe(try bool) any {
 	if try || s.b.checkLive != "1" {
 		return "0"
 	}
@@ -220,6 +221,17 @@ func (s *Redis) probe(try bool) string {
 		return "0"
 	}
 	return "1"
+}
+
+// checkLiveArg is b.checkLive as an argument, boxed without allocating.
+func (b *redisBackend) checkLiveArg() any {
+	switch b.checkLive {
+	case "1":
+		return "1"
+	case "0":
+		return "0"
+	}
+	return b.checkLive
 }
 
 func since(t time.Time) time.Duration {
@@ -255,19 +267,20 @@ func (s *Redis) leave(ctx context.Context, id string, ttl time.Duration) {
 		// Closed: one bounded try, done before Close's caller returns.
 		ctx, cancel := context.WithTimeout(ctx, s.b.cfg.fault.opTimeout)
 		defer cancel()
-		_, _ = s.run(ctx, scriptRelease, s.limit, id, s.b.tombTTL(ttl))
+		_, _ = s.run(ctx, scriptRelease, s.limit, id, s.b.tombArg(ttl))
 	}
 }
 
 // releaseID runs the idempotent release script for id until it succeeds,
 // budget passes or the backend closes, and returns its code. In the
-// foreground (a Release) it gives up at once when the breaker is open.
+// foreground (a Release) it gives up at once when the breaker is open. The
+// budget bounds every round trip as a deadline of ctx would, without a
+// context of its own: the uncontended Release allocates less.
 func (s *Redis) releaseID(ctx context.Context, id string, ttl, budget time.Duration, foreground bool) (int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, budget)
-	defer cancel()
+	end := time.Now().Add(budget)
 	backoff := 20 * time.Millisecond
 	for {
-		r, err := s.run(ctx, scriptRelease, s.limit, id, s.b.tombTTL(ttl))
+		r, err := s.runScriptUntil(ctx, end, scriptRelease, true, s.limit, id, s.b.tombArg(ttl))
 		if err == nil {
 			s.b.noteReleased(s, id, ttl)
 			return r.code, nil
@@ -275,19 +288,22 @@ func (s *Redis) releaseID(ctx context.Context, id string, ttl, budget time.Durat
 		if foreground && errors.Is(err, errBreakerOpen) {
 			return 0, err
 		}
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || past(end, time.Now()) {
 			if !foreground {
 				s.b.orphaned(s, id, ttl)
 				s.b.report(s.label, unavailable("leave queue", s.name, err))
 			}
 			return 0, err
 		}
+		t := time.NewTimer(min(backoff, time.Until(end)))
 		select {
 		case <-ctx.Done():
 		case <-s.b.stop:
+			t.Stop()
 			return 0, err
-		case <-time.After(backoff):
+		case <-t.C:
 		}
+		t.Stop()
 		backoff = min(2*backoff, time.Second)
 	}
 }

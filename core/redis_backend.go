@@ -31,6 +31,7 @@ type redisBackend struct {
 	dials       *dialWatch    // the client's latest dial: names a refused one
 	subSem      chan struct{} // serialises subscribing (a lock that ctx can abandon)
 	rightsOK    atomic.Bool   // the user's rights were checked (redis_rights.go)
+	ttlArgs     ttlArgs       // the default lease's arguments, boxed once (redis_run.go)
 
 	mu     sync.Mutex
 	pubsub *sub // nil until the first wait subscribes
@@ -89,7 +90,7 @@ func newRedisBackend(client redis.UniversalClient, cfg config) *redisBackend {
 	// the script, so each semaphore gets its own shard channel, whose
 	// subscribers its slot's master counts (redis_shard.go).
 	_, sharded := client.(*redis.ClusterClient)
-	return &redisBackend{
+	b := &redisBackend{
 		checkLive:   "1",
 		sharded:     sharded,
 		want:        make(map[string]*shardWant),
@@ -107,12 +108,15 @@ func newRedisBackend(client redis.UniversalClient, cfg config) *redisBackend {
 		beatSem:     make(chan struct{}, beatParallel),
 		stop:        make(chan struct{}),
 	}
+	b.ttlArgs = ttlArgs{lease: cfg.leaseTTL, ms: cfg.leaseTTL.Milliseconds(), tomb: b.tombTTL(cfg.leaseTTL)}
+	return b
 }
 
 // newID returns a holder or waiter id, unique across processes: a random
 // base per backend and a counter (no system call per Acquire).
 func (b *redisBackend) newID() string {
-	return b.idBase + strconv.FormatUint(b.idSeq.Add(1), 36)
+	var buf [32]byte // one allocation: the string
+	return string(strconv.AppendUint(append(buf[:0], b.idBase...), b.idSeq.Add(1), 36))
 }
 
 func (b *redisBackend) semaphore(name string, limit int64, owned bool) *Redis {
@@ -127,6 +131,7 @@ func (b *redisBackend) semaphore(name string, limit int64, owned bool) *Redis {
 		// The channel's hash tag is the semaphore's: the same slot.
 		s.notify = b.cfg.prefix + "notify:{" + name + "}:" + strings.TrimPrefix(b.channel, b.cfg.prefix+"notify:")
 	}
+	s.args = newEvalArgs(s.keys, s.notify)
 	if b.cfg.policy.mode == 2 {
 		s.fallback = newLocal(name, b.cfg.policy.fallback, b.cfg)
 	}

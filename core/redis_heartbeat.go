@@ -49,7 +49,12 @@ func (b *redisBackend) beat() time.Duration {
 	b.mu.Lock()
 	for s, t := range b.sems {
 		if len(t.held) == 0 && len(t.waiting) == 0 {
-			delete(b.sems, s)
+			// Kept until its next beat is due, so a semaphore acquired
+			// and released in turn does not make its state anew (and
+			// wake this loop) each time; the loop wakes then to drop it.
+			if !t.beating && !now.Before(t.nextBeat) {
+				delete(b.sems, s)
+			}
 			continue
 		}
 		reap := len(t.waiting) > 0 && !t.reapAt.IsZero() && !now.Before(t.reapAt)

@@ -82,6 +82,9 @@ func parseReply(v []any) (reply, error) {
 		r.deaf = d == 1
 	}
 	notes, _ := v[3].([]any)
+	if len(notes) > 0 {
+		r.notes = make([]grantNote, 0, len(notes))
+	}
 	for _, n := range notes {
 		s, _ := n.(string)
 		g, err := parseNote(s)
