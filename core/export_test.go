@@ -1,6 +1,9 @@
 package core
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // QueuedAt returns the Redis server time at which p's request joined the
 // queue (zero if it never queued), for the multi-process FIFO test.
@@ -9,4 +12,17 @@ func QueuedAt(p *Permit) time.Time {
 		return time.Time{}
 	}
 	return time.UnixMicro(p.queueUS)
+}
+
+// ScriptSources returns the acquire and release scripts with their fast
+// paths, or without them (the general code alone), with every read of
+// Redis TIME replaced by a read of the list clock (seconds, microseconds),
+// so that a test can run both on the same state at the same instant.
+func ScriptSources(fast bool, clock string) (acquire, release string) {
+	acquire, release = luaLib+luaAcquire, luaLib+luaRelease
+	if fast {
+		acquire, release = luaFastAcquire+acquire, luaFastRelease+release
+	}
+	r := strings.NewReplacer("redis.call('TIME')", "redis.call('LRANGE', '"+clock+"', 0, 1)")
+	return r.Replace(acquire), r.Replace(release)
 }

@@ -11,10 +11,16 @@ import (
 
 // Every decision is one Lua script: the shared prelude (lua/lib.lua) plus
 // the script's own body. go-redis runs them with EVALSHA and falls back to
-// EVAL when the server does not have the script yet.
+// EVAL when the server does not have the script yet. The two scripts of
+// the busy path start with their fast paths (lua/fast_*.lua), which return
+// before the prelude runs in the common cases.
 var (
 	//go:embed lua/lib.lua
 	luaLib string
+	//go:embed lua/fast_acquire.lua
+	luaFastAcquire string
+	//go:embed lua/fast_release.lua
+	luaFastRelease string
 	//go:embed lua/acquire.lua
 	luaAcquire string
 	//go:embed lua/release.lua
@@ -29,8 +35,8 @@ var (
 	luaRights string
 
 	scriptRights    = redis.NewScript(luaRights)
-	scriptAcquire   = redis.NewScript(luaLib + luaAcquire)
-	scriptRelease   = redis.NewScript(luaLib + luaRelease)
+	scriptAcquire   = redis.NewScript(luaFastAcquire + luaLib + luaAcquire)
+	scriptRelease   = redis.NewScript(luaFastRelease + luaLib + luaRelease)
 	scriptHeartbeat = redis.NewScript(luaLib + luaHeartbeat)
 	scriptSetLimit  = redis.NewScript(luaLib + luaSetLimit)
 	scriptStats     = redis.NewScript(luaLib + luaStats)

@@ -21,12 +21,16 @@ L=../../core/lua
 variants/fcall/build.sh "$L" "$OUT/fn.lua"
 variants/lean/vlocals.py "$L" "$OUT/vl"
 variants/lean/drop.py "$L/lib.lua" "$OUT/lib_acq.lua" tombstone
-M="acq:$L/lib.lua+$L/acquire.lua,rel:$L/lib.lua+$L/release.lua"
+# main: the scripts as core sends them (core/scripts.go: the fast paths, the
+# prelude, the body); general: the same without the fast paths.
+M="acq:$L/fast_acquire.lua+$L/lib.lua+$L/acquire.lua,rel:$L/fast_release.lua+$L/lib.lua+$L/release.lua"
+G="acq:$L/lib.lua+$L/acquire.lua,rel:$L/lib.lua+$L/release.lua"
 F=$OUT/variants.txt
 case $PART in
 scripts)
   cat > "$F" <<V
 main=$M
+general=$G
 fcall=facq:$OUT/fn.lua,frel:$OUT/fn.lua
 vlocals=acq:$OUT/vl/lib.lua+$OUT/vl/acquire.lua,rel:$OUT/vl/lib.lua+$OUT/vl/release.lua
 subset=acq:$OUT/lib_acq.lua+$L/acquire.lua,rel:$L/lib.lua+$L/release.lua

@@ -1,4 +1,6 @@
--- Shared prelude of every distsem script (core/scripts.go prepends it).
+-- Shared prelude of every distsem script (core/scripts.go prepends it; the
+-- acquire and release scripts start with their fast paths, fast_*.lua, which
+-- make the same writes as this code in the common cases, without it).
 -- KEYS, all under one hash tag:
 --   1 S  hash: the state: limit, used and hn (the holders' weights and
 --        number), qn and xn (the numbers of waiters and tombstones), tok
