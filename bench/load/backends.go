@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bsm/redislock"
+	"github.com/distsem/distsem/bench/refsem"
 	"github.com/distsem/distsem/bench/seedsem"
 	"github.com/distsem/distsem/core"
 	"github.com/go-redsync/redsync/v4"
@@ -32,7 +33,7 @@ type backend interface {
 
 // Backends, as named by -backend. The peers (redsync, redislock) are
 // mutexes: they need -limit 1. local and xsync are per process: -procs 1.
-var backendNames = []string{"distsem", "leased", "seed", "redsync", "redislock", "local", "xsync"}
+var backendNames = []string{"distsem", "leased", "seed", "ref", "redsync", "redislock", "local", "xsync"}
 
 func mutexOnly(b string) bool { return b == "redsync" || b == "redislock" }
 func inProcess(b string) bool { return b == "local" || b == "xsync" }
@@ -77,6 +78,16 @@ func (b keyedSem) acquire(ctx context.Context, key int) (grant, error) {
 type seedSem struct{ s []*seedsem.Sem }
 
 func (b seedSem) acquire(ctx context.Context, key int) (grant, error) {
+	rel, err := b.s[key].Acquire(ctx)
+	if err != nil {
+		return grant{}, err
+	}
+	return grant{release: rel}, nil
+}
+
+type refSem struct{ s []*refsem.Sem }
+
+func (b refSem) acquire(ctx context.Context, key int) (grant, error) {
 	rel, err := b.s[key].Acquire(ctx)
 	if err != nil {
 		return grant{}, err
@@ -242,6 +253,17 @@ func openBackend(c config) (backend, func(), error) {
 			s[i] = seedsem.New(client, k, c.limit, seedsem.Options{ID: fmt.Sprintf("p%d-%d", c.childIndex, os.Getpid())})
 		}
 		return seedSem{s}, func() { client.Close() }, nil
+	case "ref":
+		p, err := refsem.NewProcess(ctx, client, fmt.Sprintf("%s:p%d-%d", c.name, c.childIndex, os.Getpid()))
+		if err != nil {
+			client.Close()
+			return nil, nil, err
+		}
+		s := make([]*refsem.Sem, len(keys))
+		for i, k := range keys {
+			s[i] = p.New(k, c.limit, c.lease)
+		}
+		return refSem{s}, func() { p.Close(); client.Close() }, nil
 	case "redsync":
 		return redsyncSem{redsync.New(goredis.NewPool(client)), prefixed("redsync:", keys)}, func() { client.Close() }, nil
 	case "redislock":
