@@ -31,6 +31,9 @@ var (
 	releaseScript = redis.NewScript(releaseSrc)
 )
 
+// queuedHook, if set (tests), runs when an Acquire has joined the queue.
+var queuedHook func()
+
 // Process is one process's subscription, shared by its semaphores.
 type Process struct {
 	c    redis.UniversalClient
@@ -106,6 +109,9 @@ func (s *Sem) Acquire(ctx context.Context) (func(context.Context) error, error) 
 		return nil, err
 	}
 	if n == 0 {
+		if queuedHook != nil {
+			queuedHook()
+		}
 		select {
 		case <-w:
 		case <-ctx.Done():
