@@ -32,6 +32,7 @@ type redisBackend struct {
 	subSem      chan struct{} // serialises subscribing (a lock that ctx can abandon)
 	rightsOK    atomic.Bool   // the user's rights were checked (redis_rights.go)
 	ttlArgs     ttlArgs       // the default lease's arguments, boxed once (redis_run.go)
+	hooks       *testHooks    // nil but in tests (redis_follow.go)
 
 	mu     sync.Mutex
 	pubsub *sub // nil until the first wait subscribes

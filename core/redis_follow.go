@@ -54,6 +54,9 @@ func (b *redisBackend) resubscribe(old *sub) {
 	b.mu.Unlock()
 	go func() {
 		defer b.wg.Done()
+		if h := b.hooks; h != nil && h.resubscribed != nil {
+			defer h.resubscribed()
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), b.cfg.fault.opTimeout)
 		defer cancel()
 		go func() {
@@ -84,6 +87,13 @@ func (b *redisBackend) resubscribe(old *sub) {
 		b.resync()
 		b.replayReleases()
 	}()
+}
+
+// testHooks are calls a test makes at chosen points of the backend
+// (export_test.go). Production backends have none.
+type testHooks struct {
+	shardSnapshot func() // tryShardSub, once it read the channels in use
+	resubscribed  func() // resubscribe's attempt, once it ended
 }
 
 // current reports whether ps is the subscription in use.
