@@ -45,7 +45,7 @@ type redisBackend struct {
 	lastResub  time.Time
 	lastReload time.Time
 	lastReplay time.Time
-	recent     []released // ids released within their lease, oldest first
+	recent     releaseRing // ids released within their lease, oldest first
 	// waiters are the Acquire calls of this process that a grant note may
 	// name, by waiter id; sems tracks, per semaphore, what the loop renews.
 	waiters map[string]*redisWaiter
