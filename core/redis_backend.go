@@ -25,7 +25,6 @@ type redisBackend struct {
 	idBase  string // random per backend: ids are idBase + a counter
 	idSeq   atomic.Uint64
 
-	checkLive   string        // "1": grants skip waiters whose process stopped listening
 	ctxHonoured bool          // the client bounds its I/O by each call's ctx
 	brk         breaker       // consecutive failures, outage start
 	dials       *dialWatch    // the client's latest dial: names a refused one
@@ -92,7 +91,6 @@ func newRedisBackend(client redis.UniversalClient, cfg config) *redisBackend {
 	// subscribers its slot's master counts (redis_shard.go).
 	_, sharded := client.(*redis.ClusterClient)
 	b := &redisBackend{
-		checkLive:   "1",
 		sharded:     sharded,
 		want:        make(map[string]*shardWant),
 		ctxHonoured: ctxHonoured(client),
