@@ -162,7 +162,7 @@ func (s *Redis) runAcquire(ctx context.Context, id string, a acquireConfig, try 
 	}
 	for attempt := 0; ; attempt++ {
 		deadline := s.serverDeadline(ctx, attempt > 0)
-		r, err := s.run(ctx, scriptAcquire, s.limit, id, a.weight, s.b.leaseArg(a.ttl), tryArg, deadline, s.b.checkLiveArg(), s.probe(try))
+		r, err := s.run(ctx, scriptAcquire, s.limit, id, a.weight, s.b.leaseArg(a.ttl), tryArg, deadline, checkLive, s.probe(try))
 		if err != nil || r.deaf {
 			s.probeAt.Store(0) // the next one probes again
 		}
@@ -213,7 +213,7 @@ const probeEvery = time.Second
 // probeEvery per semaphore, for an Acquire that may queue. (It returns
 // constants as any: boxing them allocates nothing.)
 func (s *Redis) probe(try bool) any {
-	if try || s.b.checkLive != "1" {
+	if try {
 		return "0"
 	}
 	now := time.Now().UnixNano()
@@ -223,16 +223,10 @@ func (s *Redis) probe(try bool) any {
 	return "1"
 }
 
-// checkLiveArg is b.checkLive as an argument, boxed without allocating.
-func (b *redisBackend) checkLiveArg() any {
-	switch b.checkLive {
-	case "1":
-		return "1"
-	case "0":
-		return "0"
-	}
-	return b.checkLive
-}
+// checkLive is the acquire script's check argument: always "1", grants
+// skip waiters whose process stopped listening (boxing a constant
+// allocates nothing).
+const checkLive = "1"
 
 func since(t time.Time) time.Duration {
 	if t.IsZero() {

@@ -25,13 +25,13 @@ type redisBackend struct {
 	idBase  string // random per backend: ids are idBase + a counter
 	idSeq   atomic.Uint64
 
-	checkLive   string        // "1": grants skip waiters whose process stopped listening
 	ctxHonoured bool          // the client bounds its I/O by each call's ctx
 	brk         breaker       // consecutive failures, outage start
 	dials       *dialWatch    // the client's latest dial: names a refused one
 	subSem      chan struct{} // serialises subscribing (a lock that ctx can abandon)
 	rightsOK    atomic.Bool   // the user's rights were checked (redis_rights.go)
 	ttlArgs     ttlArgs       // the default lease's arguments, boxed once (redis_run.go)
+	hooks       *testHooks    // nil but in tests (redis_follow.go)
 
 	mu     sync.Mutex
 	pubsub *sub // nil until the first wait subscribes
@@ -44,7 +44,7 @@ type redisBackend struct {
 	lastResub  time.Time
 	lastReload time.Time
 	lastReplay time.Time
-	recent     []released // ids released within their lease, oldest first
+	recent     releaseRing // ids released within their lease, oldest first
 	// waiters are the Acquire calls of this process that a grant note may
 	// name, by waiter id; sems tracks, per semaphore, what the loop renews.
 	waiters map[string]*redisWaiter
@@ -91,7 +91,6 @@ func newRedisBackend(client redis.UniversalClient, cfg config) *redisBackend {
 	// subscribers its slot's master counts (redis_shard.go).
 	_, sharded := client.(*redis.ClusterClient)
 	b := &redisBackend{
-		checkLive:   "1",
 		sharded:     sharded,
 		want:        make(map[string]*shardWant),
 		ctxHonoured: ctxHonoured(client),

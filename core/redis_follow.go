@@ -54,6 +54,9 @@ func (b *redisBackend) resubscribe(old *sub) {
 	b.mu.Unlock()
 	go func() {
 		defer b.wg.Done()
+		if h := b.hooks; h != nil && h.resubscribed != nil {
+			defer h.resubscribed()
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), b.cfg.fault.opTimeout)
 		defer cancel()
 		go func() {
@@ -84,6 +87,13 @@ func (b *redisBackend) resubscribe(old *sub) {
 		b.resync()
 		b.replayReleases()
 	}()
+}
+
+// testHooks are calls a test makes at chosen points of the backend
+// (export_test.go). Production backends have none.
+type testHooks struct {
+	shardSnapshot func() // tryShardSub, once it read the channels in use
+	resubscribed  func() // resubscribe's attempt, once it ended
 }
 
 // current reports whether ps is the subscription in use.
@@ -176,11 +186,54 @@ func (b *redisBackend) noteReleased(s *Redis, id string, ttl time.Duration) {
 	now := time.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	i := 0
-	for i < len(b.recent) && (now.Sub(b.recent[i].at) > b.recent[i].tt || len(b.recent)-i >= maxReleased) {
-		i++
+	b.recent.push(released{s: s, id: id, at: now, tt: ttl}, now)
+}
+
+// releaseRing is the memory of recent releases, oldest first: a ring that
+// grows by doubling up to maxReleased entries and is then reused, so that
+// recording a release costs no allocation (appending to a re-sliced slice
+// cost one every few releases, about 170 B per Release).
+type releaseRing struct {
+	buf  []released // a ring: len(buf) is its capacity
+	head int        // the oldest entry
+	n    int        // entries in use
+}
+
+// push adds r, first dropping the entries whose lease ended by now (from
+// the oldest, as the older ones end first unless their TTLs differ) and,
+// when full at maxReleased, the oldest one.
+func (q *releaseRing) push(r released, now time.Time) {
+	for q.n > 0 {
+		old := &q.buf[q.head]
+		if now.Sub(old.at) <= old.tt && q.n < maxReleased {
+			break
+		}
+		*old = released{} // no longer pins its semaphore
+		q.head = (q.head + 1) % len(q.buf)
+		q.n--
 	}
-	b.recent = append(b.recent[i:], released{s: s, id: id, at: now, tt: ttl})
+	if q.n == len(q.buf) {
+		q.grow()
+	}
+	q.buf[(q.head+q.n)%len(q.buf)] = r
+	q.n++
+}
+
+// grow doubles the ring (at least 16, at most maxReleased entries),
+// moving its entries to the front in order.
+func (q *releaseRing) grow() {
+	buf := make([]released, min(max(2*len(q.buf), 16), maxReleased))
+	for i := range q.n {
+		buf[i] = q.buf[(q.head+i)%len(q.buf)]
+	}
+	q.buf, q.head = buf, 0
+}
+
+// all calls f on each entry, oldest first.
+func (q *releaseRing) all(f func(*released)) {
+	for i := range q.n {
+		f(&q.buf[(q.head+i)%len(q.buf)])
+	}
 }
 
 // replayReleases runs again, in the background, the releases of the last
@@ -217,12 +270,12 @@ func (b *redisBackend) replayPass() {
 	now := time.Now()
 	b.mu.Lock()
 	var todo []released
-	for _, r := range b.recent {
+	b.recent.all(func(r *released) {
 		if now.Sub(r.at) <= r.tt {
-			todo = append(todo, r)
+			todo = append(todo, *r)
 		}
-	}
-	b.recent = nil
+	})
+	b.recent = releaseRing{} // its memory too: a replay is rare
 	b.mu.Unlock()
 	sem := make(chan struct{}, 8)
 	var wg sync.WaitGroup

@@ -34,6 +34,9 @@ type sub struct {
 	has     map[string]*redis.PubSub
 	pending map[string]chan error // buffered: nil once confirmed
 	moving  bool                  // a master gave up the slot of a channel in use
+	// snap: on Cluster, until start, the channels in use (b.want) as
+	// tryShardSub read them, before it subscribed them.
+	snap map[string]shardWant
 }
 
 // errReplaced: the subscription was remade while a shard channel was being
@@ -62,8 +65,11 @@ type shardWant struct {
 	last time.Time
 }
 
-// start runs one receive loop per connection of sc. b.mu must be held.
+// start makes sc the subscription in use: it tracks again the channels
+// that a sweep forgot while sc was made (retrack), and runs one receive
+// loop per connection of sc. b.mu must be held.
 func (sc *sub) start(b *redisBackend) {
+	b.retrack(sc)
 	for _, ps := range sc.ps {
 		b.wg.Add(1)
 		go b.receive(sc, ps)
@@ -134,13 +140,16 @@ func (b *redisBackend) tryShardSub(ctx context.Context) (*sub, error) {
 	cc := b.client.(*redis.ClusterClient)
 	b.mu.Lock()
 	chans := make([]string, 0, len(b.want))
-	key := make(map[string]string, len(b.want)) // channel -> a key of its slot
+	snap := make(map[string]shardWant, len(b.want))
 	for ch, w := range b.want {
 		chans = append(chans, ch)
-		key[ch] = w.s.keys[0]
+		snap[ch] = *w
 	}
 	b.mu.Unlock()
-	sc := &sub{byAddr: make(map[string]*redis.PubSub), has: make(map[string]*redis.PubSub), pending: make(map[string]chan error)}
+	if h := b.hooks; h != nil && h.shardSnapshot != nil {
+		h.shardSnapshot()
+	}
+	sc := &sub{byAddr: make(map[string]*redis.PubSub), has: make(map[string]*redis.PubSub), pending: make(map[string]chan error), snap: snap}
 	nodes := make(map[string]*redis.Client)
 	groups := make(map[string][]string)
 	for _, ch := range chans {
@@ -159,7 +168,7 @@ func (b *redisBackend) tryShardSub(ctx context.Context) (*sub, error) {
 			continue // every slot in migration
 		}
 		if err == nil {
-			err = isMaster(ctx, nodes[a], key[got[0]])
+			err = isMaster(ctx, nodes[a], snap[got[0]].s.keys[0]) // a key of its slot
 			if err != nil {
 				_ = ps.Close()
 			}

@@ -119,6 +119,29 @@ func (b *redisBackend) idleShards(now time.Time) []shardDrop {
 	return drops
 }
 
+// retrack tracks again the channels that sc subscribed but that are no
+// longer in use (b.want): a sweep forgot them after tryShardSub read
+// b.want and before sc replaced the subscription (a resubscribe does not
+// hold b.subSem, so the sweep ran meanwhile), and unsubscribed them on the
+// old subscription only. Untracked, no later sweep would see them, and they
+// would stay subscribed until Close. Tracked again as they were (idle), the
+// next sweep drops them. It then forgets sc.snap, which pins the
+// semaphores. b.mu must be held.
+func (b *redisBackend) retrack(sc *sub) {
+	for ch := range sc.has {
+		if b.want[ch] != nil {
+			continue
+		}
+		w, ok := sc.snap[ch]
+		if !ok {
+			continue // not read by tryShardSub (cannot be: start runs first)
+		}
+		b.want[ch] = &w
+		b.poke() // the loop schedules its sweep
+	}
+	sc.snap = nil
+}
+
 // unsubscribeShards sends SUNSUBSCRIBE for drops, one per channel (their
 // slots differ), all within one operation timeout.
 func (b *redisBackend) unsubscribeShards(drops []shardDrop) {

@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -188,5 +189,52 @@ func TestClusterIdleShardChannelsDropped(t *testing.T) {
 		ok(t, err)
 	case <-ctx.Done():
 		t.Fatal("the waiter on a key used again was not served")
+	}
+}
+
+// TestClusterResubscribeRacingSweep: a resubscribe reads the shard
+// channels in use, a sweep then drops one of them as idle (on the old
+// subscription), and the new subscription, which subscribes what it read,
+// replaces the old one. The channel it holds must stay tracked, so that the
+// next sweep drops it: it used to stay subscribed, untracked, until Close.
+func TestClusterResubscribeRacingSweep(t *testing.T) {
+	addrs := coretest.RedisClusterAddrs(t)
+	prefix := uniquePrefix(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	client := "resweep" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ClientName: client})
+	t.Cleanup(func() { _ = c.Close() })
+	admin := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	t.Cleanup(func() { _ = admin.Close() })
+	s := core.NewRedis(c, "resweep", 1, core.WithKeyPrefix(prefix))
+	defer s.Close()
+
+	ok(t, core.ListenShard(ctx, s))
+	if sub, tracked := core.ShardChannels(s); len(sub) != 1 || !slices.Equal(sub, tracked) {
+		t.Fatalf("after the first wait's subscription: subscribed %v, tracked %v, want one, the same", sub, tracked)
+	}
+	later := time.Now().Add(time.Hour) // every channel idle
+	core.ResubscribeDuring(s, func() { core.SweepShardsAt(s, later) })
+	sub, tracked := core.ShardChannels(s)
+	for _, ch := range sub {
+		if !slices.Contains(tracked, ch) {
+			t.Fatalf("after a resubscribe raced a sweep: %s subscribed but not tracked (subscribed %v, tracked %v)", ch, sub, tracked)
+		}
+	}
+	core.SweepShardsAt(s, later)
+	if sub, tracked := core.ShardChannels(s); len(sub)+len(tracked) != 0 {
+		t.Fatalf("after the next sweep: subscribed %v, tracked %v, want none", sub, tracked)
+	}
+	for {
+		_, channels, _ := shardSubs(ctx, t, admin, client)
+		if channels == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%d shard channels still subscribed on the servers after the sweep", channels)
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 }

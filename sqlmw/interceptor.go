@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"reflect"
 	"sync"
+	"time"
 
 	ngsqlmw "github.com/ngrok/sqlmw"
 
@@ -168,24 +169,50 @@ func (i *interceptor) query(ctx context.Context, query string, do func() (driver
 		return ctx, rows, err
 	}
 	held = true
-	h := &heldPermit{}
-	var once sync.Once
-	h.release = func() { once.Do(func() { i.release(ctx, p) }) }
+	h := &heldPermit{i: i, ctx: ctx, p: p}
+	release := h.release // one func value for both triggers
 	if ctx.Done() != nil {
-		h.stops = append(h.stops, context.AfterFunc(ctx, h.release))
+		h.stopCtx = context.AfterFunc(ctx, release)
 	}
 	if i.cfg.maxHold > 0 {
-		h.stops = append(h.stops, i.cfg.afterFunc(i.cfg.maxHold, h.release))
+		if i.cfg.afterFunc != nil {
+			h.stopHold = i.cfg.afterFunc(i.cfg.maxHold, release)
+		} else {
+			h.hold = time.AfterFunc(i.cfg.maxHold, release)
+		}
 	}
 	return context.WithValue(ctx, permitKey{i}, h), rows, nil
 }
 
 // heldPermit releases a query's permit once: when its Rows are closed, when
-// the query's ctx ends, or after WithMaxHold, whichever comes first. stops
-// cancels the last two.
+// the query's ctx ends, or after WithMaxHold, whichever comes first. Its
+// fields are in one allocation: the once, and the stops of the last two
+// (stopCtx, and hold or a test's stopHold; nil when not set).
 type heldPermit struct {
-	release func()
-	stops   []func() bool
+	i        *interceptor
+	ctx      context.Context
+	p        *core.Permit
+	once     sync.Once
+	stopCtx  func() bool
+	hold     *time.Timer
+	stopHold func() bool
+}
+
+func (h *heldPermit) release() { h.once.Do(h.releaseNow) }
+
+func (h *heldPermit) releaseNow() { h.i.release(h.ctx, h.p) }
+
+// stop cancels the release at the ctx's end and after WithMaxHold.
+func (h *heldPermit) stop() {
+	if h.stopCtx != nil {
+		h.stopCtx()
+	}
+	if h.hold != nil {
+		h.hold.Stop()
+	}
+	if h.stopHold != nil {
+		h.stopHold()
+	}
 }
 
 // RowsClose releases the query's permit. ctx may carry no permit (rows of
@@ -193,9 +220,7 @@ type heldPermit struct {
 func (i *interceptor) RowsClose(ctx context.Context, rows driver.Rows) error {
 	if ctx != nil {
 		if h, ok := ctx.Value(permitKey{i}).(*heldPermit); ok {
-			for _, stop := range h.stops {
-				stop()
-			}
+			h.stop()
 			defer h.release()
 		}
 	}

@@ -21,14 +21,14 @@ type config struct {
 	txMode         TxMode
 	releaseTimeout time.Duration
 	maxHold        time.Duration
-	// afterFunc runs f after d and returns a func that stops it; tests
-	// replace time.AfterFunc with a clock of their own.
+	// afterFunc, when not nil, runs f after d and returns a func that
+	// stops it: tests replace time.AfterFunc, the default, with a clock of
+	// their own.
 	afterFunc func(d time.Duration, f func()) (stop func() bool)
 }
 
 func defaultConfig() config {
-	return config{txMode: PerStatement, maxWait: admit.WaitForever, maxWaiting: math.MaxInt,
-		afterFunc: func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }}
+	return config{txMode: PerStatement, maxWait: admit.WaitForever, maxWaiting: math.MaxInt}
 }
 
 // buildConfig applies opts and the defaults of zero values. It panics if

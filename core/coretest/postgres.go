@@ -91,6 +91,7 @@ func tryPostgres(bin string, cred credential, uid, gid int) (*pgProc, error) {
 	}
 	lifeR, lifeW, err := os.Pipe()
 	if err != nil {
+		unreserve(port)
 		os.RemoveAll(dir)
 		return nil, err
 	}
@@ -98,6 +99,7 @@ func tryPostgres(bin string, cred credential, uid, gid int) (*pgProc, error) {
 	if err != nil {
 		lifeR.Close()
 		lifeW.Close()
+		unreserve(port)
 		os.RemoveAll(dir)
 		return nil, err
 	}
@@ -111,6 +113,7 @@ func tryPostgres(bin string, cred credential, uid, gid int) (*pgProc, error) {
 	if err != nil {
 		outR.Close()
 		lifeW.Close()
+		unreserve(port)
 		os.RemoveAll(dir)
 		return nil, err
 	}
@@ -146,6 +149,7 @@ func (g *pgProc) stop() {
 		g.p.waitOrKillGroup(30 * time.Second)
 	}
 	os.RemoveAll(g.dir)
+	unreserve(g.port) // once: lifeline is nil from now on
 }
 
 // postgresBin returns the directory of the postgres and initdb binaries:

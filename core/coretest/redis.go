@@ -57,7 +57,8 @@ func (s *RedisServer) Dir() string { return s.r.dir }
 
 // Kill sends SIGKILL to the server and returns once the process is gone:
 // connections to Addr are then refused, and open ones see EOF or a reset.
-// Killing a dead server does nothing.
+// Killing a dead server does nothing. Its port stays reserved for Restart:
+// no server that coretest starts meanwhile takes it.
 func (s *RedisServer) Kill() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -100,8 +101,9 @@ func (s *RedisServer) Restart() {
 	}
 }
 
-// Stop kills the server and removes its directory. Calling it again does
-// nothing. StartRedis registers it with tb.Cleanup.
+// Stop kills the server for good, removes its directory and frees its port
+// for the servers coretest starts later. Calling it again does nothing.
+// StartRedis registers it with tb.Cleanup.
 func (s *RedisServer) Stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -117,6 +119,11 @@ type redisProc struct {
 	args []string // after the defaults
 	conf string   // config file passed first (Sentinel needs one)
 	p    *proc
+	// bus is set for a Cluster node, which also holds port+10000.
+	bus bool
+	// reserved is set while the node's ports are reserved: from its
+	// start until stop, across kill and restart.
+	reserved bool
 }
 
 // errNotInstalled is wrapped when a server's binary is not on PATH: only
@@ -148,7 +155,7 @@ func startRedisBin(name, conf string, bus bool, args ...string) (*redisProc, err
 	if err != nil {
 		return nil, err
 	}
-	r := &redisProc{bin: bin, dir: dir, args: args}
+	r := &redisProc{bin: bin, dir: dir, args: args, bus: bus}
 	if conf != "" {
 		r.conf = filepath.Join(dir, "redis.conf")
 		if err := os.WriteFile(r.conf, []byte(conf), 0o600); err != nil {
@@ -160,9 +167,11 @@ func startRedisBin(name, conf string, bus bool, args ...string) (*redisProc, err
 		if r.port, err = freePort(bus); err != nil {
 			break
 		}
+		r.reserved = true
 		if err = r.start(); err == nil {
 			return r, nil
 		}
+		r.release()
 	}
 	os.RemoveAll(dir)
 	return nil, err
@@ -216,9 +225,20 @@ func (r *redisProc) kill() {
 	}
 }
 
+// stop kills the server for good: it removes its directory and frees its
+// ports for other servers. Calling it again does nothing more.
 func (r *redisProc) stop() {
 	r.kill()
 	os.RemoveAll(r.dir)
+	r.release()
+}
+
+// release frees the server's ports, once.
+func (r *redisProc) release() {
+	if r.reserved {
+		r.reserved = false
+		unreserve(portsOf(r.port, r.bus)...)
+	}
 }
 
 // clearDir removes everything in the server's directory, keeping a Sentinel
@@ -255,7 +275,9 @@ func sweepStaleDirs() {
 
 // freePort returns a loopback port that was free a moment ago and, with
 // bus, whose port+10000 was free too. The port is in the range that
-// DISTSEM_TEST_PORTS gives, when it is set.
+// DISTSEM_TEST_PORTS gives, when it is set. It reserves the port (and the
+// bus port) for the caller, which frees them with unreserve(portsOf(port,
+// bus)...) once its server is closed for good.
 func freePort(bus bool) (int, error) {
 	lo, hi, err := portRange()
 	if err != nil {
@@ -269,17 +291,34 @@ func freePort(bus bool) (int, error) {
 		port := l.Addr().(*net.TCPAddr).Port
 		l.Close()
 		if !bus {
-			return port, nil
+			if reserve(port) {
+				return port, nil
+			}
+			continue // another goroutine took it meanwhile
 		}
-		if port+10000 > 65535 {
+		if port+10000 > 65535 || isReserved(port+10000) {
 			continue
 		}
 		if l2, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port+10000))); err == nil {
 			l2.Close()
-			return port, nil
+			if reserve(port, port+10000) {
+				return port, nil
+			}
 		}
 	}
+	if !bus {
+		return 0, errors.New("no free loopback port")
+	}
 	return 0, errors.New("no free loopback port pair for a Cluster node")
+}
+
+// portsOf returns the ports a server on port holds: port and, with bus (a
+// Cluster node), port+10000.
+func portsOf(port int, bus bool) []int {
+	if bus {
+		return []int{port, port + 10000}
+	}
+	return []int{port}
 }
 
 // tail returns the last lines of a log file, for an error message.
