@@ -73,7 +73,6 @@ type diffRun struct {
 	ids           []string
 	seq           int
 	fast, general map[string]int
-	hmgetCalls    int64
 }
 
 func newDiffRun(t *testing.T, ctx context.Context, c *redis.Client, seed uint64) *diffRun {
