@@ -64,8 +64,8 @@ type diffRun struct {
 	rnd           *rand.Rand
 	tag, clock    string
 	keys          []string
-	chans         []string // mine, one listened to, one nobody hears
-	sub           *redis.PubSub
+	chans         []string // mine, listened to, nobody hears; the last two also as shard channels
+	sub, ssub     *redis.PubSub
 	fastA, fastR  *redis.Script
 	slowA, slowR  *redis.Script
 	limit         int64
@@ -79,15 +79,18 @@ func newDiffRun(t *testing.T, ctx context.Context, c *redis.Client, seed uint64)
 	tag := fmt.Sprintf("fastdiff:%d:{s%d}:", time.Now().UnixNano(), seed)
 	d := &diffRun{t: t, ctx: ctx, c: c, rnd: rand.New(rand.NewPCG(seed, 7)), tag: tag, clock: tag + "clock",
 		keys:  []string{tag + "m", tag + "h", tag + "q", tag + "p"},
-		chans: []string{tag + "mine", tag + "heard", tag + "deaf"},
+		chans: []string{tag + "mine", tag + "heard", tag + "deaf", tag + "heard{s}", tag + "deaf{s}"},
 		limit: int64(1 + seed%3), now: time.Now().UnixMicro(),
 		fast: map[string]int{}, general: map[string]int{}}
 	fa, fr := core.ScriptSources(true, d.clock)
 	sa, sr := core.ScriptSources(false, d.clock)
 	d.fastA, d.fastR, d.slowA, d.slowR = redis.NewScript(fa), redis.NewScript(fr), redis.NewScript(sa), redis.NewScript(sr)
+	// A channel with '{' is a Cluster shard channel to the scripts
+	// (SPUBLISH, SHARDNUMSUB); a standalone server serves those too.
 	d.sub = c.Subscribe(ctx, d.chans[1], tag+"marker")
-	for range 2 {
-		if _, err := d.sub.Receive(ctx); err != nil {
+	d.ssub = c.SSubscribe(ctx, d.chans[3], tag+"marker{s}")
+	for _, ps := range []*redis.PubSub{d.sub, d.sub, d.ssub, d.ssub} {
+		if _, err := ps.Receive(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -96,6 +99,7 @@ func newDiffRun(t *testing.T, ctx context.Context, c *redis.Client, seed uint64)
 
 func (d *diffRun) close() {
 	d.sub.Close()
+	d.ssub.Close()
 	d.c.Del(d.ctx, append(d.keys, d.clock)...)
 }
 
@@ -126,14 +130,14 @@ func (d *diffRun) step(step int) {
 		if d.rnd.IntN(10) == 0 {
 			deadline = d.now + d.rnd.Int64N(2000) - 1000
 		}
-		args = []any{d.limit, d.chans[d.rnd.IntN(3)], id, w, ttl, try, deadline, d.flag(50), d.flag(10)}
+		args = []any{d.limit, d.chans[d.rnd.IntN(len(d.chans))], id, w, ttl, try, deadline, d.flag(50), d.flag(10)}
 	} else {
 		op = "release"
 		id := d.pickID(5)
 		if h := d.holders(); len(h) > 0 && d.rnd.IntN(100) < 70 {
 			id = h[d.rnd.IntN(len(h))]
 		}
-		args = []any{d.limit, d.chans[d.rnd.IntN(3)], id, []int64{1000, 4000}[d.rnd.IntN(2)]}
+		args = []any{d.limit, d.chans[d.rnd.IntN(len(d.chans))], id, []int64{1000, 4000}[d.rnd.IntN(2)]}
 	}
 	fs, ss := d.fastA, d.slowA
 	if op == "release" {
@@ -234,23 +238,33 @@ func (d *diffRun) run(sc *redis.Script, args []any) outcome {
 	for _, k := range d.keys[:3] {
 		o.expiry = append(o.expiry, c.PExpireTime(ctx, k).Val().Milliseconds())
 	}
-	// What the run published on the channel somebody listens to, up to a
-	// marker published after it.
-	c.Publish(ctx, d.tag+"marker", "end")
+	// What the run published on the channels somebody listens to, up to
+	// a marker published after it on each subscription.
+	o.published = d.drain(d.sub, "marker", false, o.published)
+	o.published = d.drain(d.ssub, "marker{s}", true, o.published)
+	return o
+}
+
+// drain collects what ps received until the marker it publishes now.
+func (d *diffRun) drain(ps *redis.PubSub, marker string, shard bool, got map[string][]string) map[string][]string {
+	if shard {
+		d.c.SPublish(d.ctx, d.tag+marker, "end")
+	} else {
+		d.c.Publish(d.ctx, d.tag+marker, "end")
+	}
 	for {
-		m, err := d.sub.ReceiveMessage(ctx)
+		m, err := ps.ReceiveMessage(d.ctx)
 		if err != nil {
 			d.t.Fatal(err)
 		}
-		if m.Channel == d.tag+"marker" {
-			break
+		if m.Channel == d.tag+marker {
+			return got
 		}
-		if o.published == nil {
-			o.published = map[string][]string{}
+		if got == nil {
+			got = map[string][]string{}
 		}
-		o.published[m.Channel] = append(o.published[m.Channel], m.Payload)
+		got[m.Channel] = append(got[m.Channel], m.Payload)
 	}
-	return o
 }
 
 // hmgetCount reads the server's count of HMGET calls (the test's own
