@@ -56,7 +56,13 @@ func (b *redisBackend) subscribe(ctx context.Context, s *Redis) error {
 	defer cancel()
 	if b.sharded {
 		b.sweepShards()
-		if err := b.addShards(ctx, s); err != errReplaced {
+		err := b.addShards(ctx, s)
+		if err == errReplaced && ctx.Err() != nil {
+			// Replaced meanwhile, and out of time: the next wait adds the
+			// channel to whatever subscription is current then.
+			return ctx.Err()
+		}
+		if err != errReplaced {
 			o := outcomeOK
 			if err != nil && err != errMigrating {
 				o = outcomeFailed
@@ -75,14 +81,25 @@ func (b *redisBackend) subscribe(ctx context.Context, s *Redis) error {
 	}
 	b.brk.record(outcomeOK, time.Now())
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if b.closed {
+		b.mu.Unlock()
 		_ = ps.close()
 		return ErrClosed
 	}
+	// Another subscription may have been made meanwhile: ps, made last,
+	// has every channel in use, and the old one goes as resubscribe
+	// drops it, never left open.
+	old := b.pubsub
 	b.pubsub = ps
 	b.lastResub = time.Now()
 	ps.start(b)
+	if old != nil {
+		old.abandon()
+	}
+	b.mu.Unlock()
+	if old != nil {
+		_ = old.close()
+	}
 	return nil
 }
 
