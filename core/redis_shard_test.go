@@ -15,20 +15,28 @@ import (
 	"github.com/distsem/distsem/core/coretest"
 )
 
+// clusterClients returns a Cluster client named after name (unique per
+// call, so that CLIENT LIST tells its connections apart) and an unnamed
+// admin client, both closed at the test's end.
+func clusterClients(t *testing.T, name string) (c, admin *redis.ClusterClient, client string) {
+	addrs := coretest.RedisClusterAddrs(t)
+	client = name + strconv.FormatInt(time.Now().UnixNano(), 36)
+	c = redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ClientName: client})
+	t.Cleanup(func() { _ = c.Close() })
+	admin = redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	t.Cleanup(func() { _ = admin.Close() })
+	return c, admin, client
+}
+
 // TestClusterKeyedShardSubscriptions: on Cluster a process that waits on
 // many keyed semaphores (many slots) subscribes one shard channel per key
 // on one connection per master, not one connection per key, and every
 // grant reaches its waiter through them.
 func TestClusterKeyedShardSubscriptions(t *testing.T) {
-	addrs := coretest.RedisClusterAddrs(t)
 	prefix := uniquePrefix(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	client := "shard" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ClientName: client})
-	t.Cleanup(func() { _ = c.Close() })
-	admin := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
-	t.Cleanup(func() { _ = admin.Close() })
+	c, admin, client := clusterClients(t, "shard")
 	opts := []core.Option{core.WithKeyPrefix(prefix)}
 	holders := core.NewRedisKeyed(admin, "kk", 1, opts...)
 	defer holders.Close()
@@ -122,15 +130,10 @@ func shardSubs(ctx context.Context, t *testing.T, admin *redis.ClusterClient, cl
 // another semaphore was subscribed. A key used again is subscribed again
 // and its waiter served.
 func TestClusterIdleShardChannelsDropped(t *testing.T) {
-	addrs := coretest.RedisClusterAddrs(t)
 	prefix := uniquePrefix(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	client := "idle" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ClientName: client})
-	t.Cleanup(func() { _ = c.Close() })
-	admin := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
-	t.Cleanup(func() { _ = admin.Close() })
+	c, admin, client := clusterClients(t, "idle")
 	const ttl = time.Second
 	opts := []core.Option{core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(ttl)}
 	sems := core.NewRedisKeyed(c, "idle", 1, opts...)
@@ -198,15 +201,10 @@ func TestClusterIdleShardChannelsDropped(t *testing.T) {
 // replaces the old one. The channel it holds must stay tracked, so that the
 // next sweep drops it: it used to stay subscribed, untracked, until Close.
 func TestClusterResubscribeRacingSweep(t *testing.T) {
-	addrs := coretest.RedisClusterAddrs(t)
 	prefix := uniquePrefix(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	client := "resweep" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ClientName: client})
-	t.Cleanup(func() { _ = c.Close() })
-	admin := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
-	t.Cleanup(func() { _ = admin.Close() })
+	c, admin, client := clusterClients(t, "resweep")
 	s := core.NewRedis(c, "resweep", 1, core.WithKeyPrefix(prefix))
 	defer s.Close()
 
