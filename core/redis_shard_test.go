@@ -15,6 +15,23 @@ import (
 	"github.com/distsem/distsem/core/coretest"
 )
 
+// awaitNoShardChannels polls the servers every step until the client named
+// client has no shard channel subscribed (an unsubscribe takes effect on
+// the server after its reply), or ctx ends; it returns how many are left.
+func awaitNoShardChannels(ctx context.Context, t *testing.T, admin *redis.ClusterClient, client string, step time.Duration) int {
+	for {
+		_, channels, _ := shardSubs(ctx, t, admin, client)
+		if channels == 0 {
+			return 0
+		}
+		select {
+		case <-ctx.Done():
+			return channels
+		case <-time.After(step):
+		}
+	}
+}
+
 // clusterClients returns a Cluster client named after name (unique per
 // call, so that CLIENT LIST tells its connections apart) and an unnamed
 // admin client, both closed at the test's end.
@@ -151,16 +168,8 @@ func TestClusterIdleShardChannelsDropped(t *testing.T) {
 	if _, channels, _ := shardSubs(ctx, t, admin, client); channels != n {
 		t.Fatalf("%d shard channels after %d keys were used, want %d", channels, n, n)
 	}
-	for {
-		_, channels, _ := shardSubs(ctx, t, admin, client)
-		if channels == 0 {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%d shard channels still subscribed %v after their keys were last used (lease TTL %v)", channels, time.Since(start), ttl)
-		case <-time.After(50 * time.Millisecond):
-		}
+	if n := awaitNoShardChannels(ctx, t, admin, client, 50*time.Millisecond); n > 0 {
+		t.Fatalf("%d shard channels still subscribed %v after their keys were last used (lease TTL %v)", n, time.Since(start), ttl)
 	}
 	t.Logf("idle shard channels dropped %v after the first of %d keys was used (lease TTL %v)", time.Since(start), n, ttl)
 
@@ -224,15 +233,7 @@ func TestClusterResubscribeRacingSweep(t *testing.T) {
 	if sub, tracked := core.ShardChannels(s); len(sub)+len(tracked) != 0 {
 		t.Fatalf("after the next sweep: subscribed %v, tracked %v, want none", sub, tracked)
 	}
-	for {
-		_, channels, _ := shardSubs(ctx, t, admin, client)
-		if channels == 0 {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%d shard channels still subscribed on the servers after the sweep", channels)
-		case <-time.After(10 * time.Millisecond):
-		}
+	if n := awaitNoShardChannels(ctx, t, admin, client, 10*time.Millisecond); n > 0 {
+		t.Fatalf("%d shard channels still subscribed on the servers after the sweep", n)
 	}
 }
