@@ -87,8 +87,8 @@ func (b *redisBackend) subscribe(ctx context.Context, s *Redis) error {
 		return ErrClosed
 	}
 	// Another subscription may have been made meanwhile: ps, made last,
-	// has every channel in use, and the old one goes as resubscribe
-	// drops it, never left open.
+	// has every channel in use, and the old one goes as resubscribe drops
+	// it (never left open), with a resync for what it may have missed.
 	old := b.pubsub
 	b.pubsub = ps
 	b.lastResub = time.Now()
@@ -99,6 +99,7 @@ func (b *redisBackend) subscribe(ctx context.Context, s *Redis) error {
 	b.mu.Unlock()
 	if old != nil {
 		_ = old.close()
+		b.resync() // a grant published meanwhile reaches its waiter
 	}
 	return nil
 }
