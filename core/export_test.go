@@ -19,10 +19,13 @@ func QueuedAt(p *Permit) time.Time {
 // Redis TIME replaced by a read of the list clock (seconds, microseconds),
 // so that a test can run both on the same state at the same instant.
 func ScriptSources(fast bool, clock string) (acquire, release string) {
-	acquire, release = luaLib+luaAcquire, luaLib+luaRelease
+	acquire, release = scriptSource("", luaAcquire), scriptSource("", luaRelease)
 	if fast {
-		acquire, release = luaFastAcquire+acquire, luaFastRelease+release
+		acquire, release = scriptSource(luaFastAcquire, luaAcquire), scriptSource(luaFastRelease, luaRelease)
 	}
 	r := strings.NewReplacer("redis.call('TIME')", "redis.call('LRANGE', '"+clock+"', 0, 1)")
 	return r.Replace(acquire), r.Replace(release)
 }
+
+// ReleaseScript returns the release script's text, as core sends it.
+func ReleaseScript() string { return scriptSource(luaFastRelease, luaRelease) }

@@ -24,9 +24,9 @@ var (
 	//go:embed lua/set_lease.lua
 	luaSetLease string
 
-	scriptAdopt     = redis.NewScript(luaLib + luaAdopt)
-	scriptReleaseID = redis.NewScript(luaLib + luaReleaseID)
-	scriptSetLease  = redis.NewScript(luaLib + luaSetLease)
+	scriptAdopt     = redis.NewScript(scriptSource("", luaAdopt))
+	scriptReleaseID = redis.NewScript(scriptSource("", luaReleaseID))
+	scriptSetLease  = redis.NewScript(scriptSource("", luaSetLease))
 )
 
 // Tombstone codes of ids that crossed processes (see lua/lib.lua).

@@ -9,12 +9,15 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Every decision is one Lua script: the shared prelude (lua/lib.lua) plus
-// the script's own body. go-redis runs them with EVALSHA and falls back to
-// EVAL when the server does not have the script yet. The two scripts of
-// the busy path start with their fast paths (lua/fast_*.lua), which return
-// before the prelude runs in the common cases.
+// Every decision is one Lua script: the constants (lua/const.lua), the
+// shared prelude (lua/lib.lua) and the script's own body. go-redis runs them
+// with EVALSHA and falls back to EVAL when the server does not have the
+// script yet. The two scripts of the busy path have their fast paths
+// (lua/fast_*.lua) before the prelude, which return before it runs in the
+// common cases.
 var (
+	//go:embed lua/const.lua
+	luaConst string
 	//go:embed lua/lib.lua
 	luaLib string
 	//go:embed lua/fast_acquire.lua
@@ -35,12 +38,18 @@ var (
 	luaRights string
 
 	scriptRights    = redis.NewScript(luaRights)
-	scriptAcquire   = redis.NewScript(luaFastAcquire + luaLib + luaAcquire)
-	scriptRelease   = redis.NewScript(luaFastRelease + luaLib + luaRelease)
-	scriptHeartbeat = redis.NewScript(luaLib + luaHeartbeat)
-	scriptSetLimit  = redis.NewScript(luaLib + luaSetLimit)
-	scriptStats     = redis.NewScript(luaLib + luaStats)
+	scriptAcquire   = redis.NewScript(scriptSource(luaFastAcquire, luaAcquire))
+	scriptRelease   = redis.NewScript(scriptSource(luaFastRelease, luaRelease))
+	scriptHeartbeat = redis.NewScript(scriptSource("", luaHeartbeat))
+	scriptSetLimit  = redis.NewScript(scriptSource("", luaSetLimit))
+	scriptStats     = redis.NewScript(scriptSource("", luaStats))
 )
+
+// scriptSource is a script's text: the constants, its fast paths (if any),
+// the prelude and its body.
+func scriptSource(fast, body string) string {
+	return luaConst + fast + luaLib + body
+}
 
 // reply is the common shape {code, value, limit, notes, now_us[, again[, deaf]]}
 // of every script's answer. heartbeat.lua puts the list of lost holder ids

@@ -27,10 +27,12 @@ if [ -n "${LEGACY:-}" ]; then
   variants/lean/vlocals.py "$L" "$OUT/vl"
   variants/lean/drop.py "$L/lib.lua" "$OUT/lib_acq.lua" tombstone
 fi
-# main: the scripts as core sends them (core/scripts.go: the fast paths, the
-# prelude, the body); general: the same without the fast paths.
-M="acq:$L/fast_acquire.lua+$L/lib.lua+$L/acquire.lua,rel:$L/fast_release.lua+$L/lib.lua+$L/release.lua"
-G="acq:$L/lib.lua+$L/acquire.lua,rel:$L/lib.lua+$L/release.lua"
+# main: the scripts as core sends them (core/scripts.go: the constants, the
+# fast paths, the prelude, the body); general: the same without the fast
+# paths. P is the prelude with its constants.
+P="$L/const.lua+$L/lib.lua"
+M="acq:$L/const.lua+$L/fast_acquire.lua+$L/lib.lua+$L/acquire.lua,rel:$L/const.lua+$L/fast_release.lua+$L/lib.lua+$L/release.lua"
+G="acq:$P+$L/acquire.lua,rel:$P+$L/release.lua"
 F=$OUT/variants.txt
 case $PART in
 scripts)
@@ -68,14 +70,14 @@ phases)
   echo "main=$M" > "$F"
   echo "m_base=$M,acq:variants/micro/base.lua" >> "$F"
   for p in V:50 VF:172 all:351; do
-    head -n "${p#*:}" "$L/lib.lua" > "$OUT/lib_${p%:*}.lua"; echo 'do return 1 end' >> "$OUT/lib_${p%:*}.lua"
+    { cat "$L/const.lua"; head -n "${p#*:}" "$L/lib.lua"; } > "$OUT/lib_${p%:*}.lua"; echo 'do return 1 end' >> "$OUT/lib_${p%:*}.lua"
     echo "lib_${p%:*}=$M,acq:$OUT/lib_${p%:*}.lua" >> "$F"
   done
   for k in 13 14 15 16; do
-    ./cut.sh "$L/acquire.lua" $k "$OUT/acut$k.lua"; echo "acut$k=$M,acq:$L/lib.lua+$OUT/acut$k.lua" >> "$F"
+    ./cut.sh "$L/acquire.lua" $k "$OUT/acut$k.lua"; echo "acut$k=$M,acq:$P+$OUT/acut$k.lua" >> "$F"
   done
   for k in 7 8 9; do
-    ./cut.sh "$L/release.lua" $k "$OUT/rcut$k.lua"; echo "rcut$k=$M,rel:$L/lib.lua+$OUT/rcut$k.lua" >> "$F"
+    ./cut.sh "$L/release.lua" $k "$OUT/rcut$k.lua"; echo "rcut$k=$M,rel:$P+$OUT/rcut$k.lua" >> "$F"
   done
   ;;
 *) echo "PART is scripts, micro or phases" >&2; exit 2 ;;

@@ -18,7 +18,7 @@ do
     local at = now + (tonumber(ARGV[4]) or 10000)
     local latest, nminl, nmine = at, minl, math.min(mine, at)
     local set = {'xn', (tonumber(m[10]) or 0) + 1, '#' .. id, 'x1'}
-    local tz = {10000000000000 + at, id} -- OFF + the end
+    local tz = {OFF + at, id}
     local popped, notes, ok = {}, nil, true
     -- F.grant and F.grant_head, for plain grants only.
     while qn > 0 and used < limit do
@@ -56,7 +56,7 @@ do
       if not l then l = {}; notes[ch] = l end
       l[#l + 1] = wid .. ':' .. string.format('%d', tok) .. ':' .. string.format('%d', now_us)
     end
-    if ok and latest + 30000 <= exp then -- GRACE / 2: no refresh
+    if ok and latest + GRACE / 2 <= exp then -- no refresh
       if used ~= used0 then set[#set + 1] = 'used'; set[#set + 1] = used end
       if tok ~= tok0 then set[#set + 1] = 'tok'; set[#set + 1] = tok >= 1e14 and string.format('%d', tok) or tok end
       if hn ~= hn0 then set[#set + 1] = 'hn'; set[#set + 1] = hn end

@@ -1,6 +1,7 @@
--- Shared prelude of every distsem script (core/scripts.go prepends it; the
--- acquire and release scripts start with their fast paths, fast_*.lua, which
--- make the same writes as this code in the common cases, without it).
+-- Shared prelude of every distsem script (core/scripts.go prepends it, after
+-- const.lua; the acquire and release scripts start with their fast paths,
+-- fast_*.lua, which make the same writes as this code in the common cases,
+-- without it).
 -- KEYS, all under one hash tag:
 --   1 S  hash: the state: limit, used and hn (the holders' weights and
 --        number), qn and xn (the numbers of waiters and tombstones), tok
@@ -55,15 +56,6 @@ local V = {
 -- size (adding them one by one would rehash it four times).
 local F = {start = false, get = false, put = false, tadd = false, purge = false,
   hold = false, tombstone = false, grant = false, finish = false}
-local GRACE = 60000   -- keys outlive the last lease or waiter by this much
-local SLACK = 100     -- dead waiters and tombstones go at most SLACK ms late
-local SENTINEL = 9007199254740992 -- 2^53, above every end and sequence
-local SENTINEL_S = '9007199254740992'
--- In T a lease scores its end, and every other end (a waiter's liveness, a
--- tombstone's) scores OFF + its end: leases first, each kind in end order,
--- so both are reaped, and both earliest ends found, with range commands.
--- (Ends in ms stay below OFF, 10^13, until the year 2286.)
-local OFF = 10000000000000
 -- The counters of S that start() reads and finish() writes back, in order.
 local COUNTERS = {'used', 'tok', 'exp', 'minl', 'mine', 'qseq', 'hn', 'qn', 'xn'}
 
