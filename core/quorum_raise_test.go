@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,8 +25,10 @@ import (
 // ContextTimeoutEnabled.
 type stallFloor struct {
 	on      atomic.Bool
-	sha     string // of the script, as EVALSHA names it
-	script  string // as EVAL sends it
+	once    sync.Once
+	held    chan struct{} // closed when the first run is held
+	sha     string        // of the script, as EVALSHA names it
+	script  string        // as EVAL sends it
 	release chan struct{}
 }
 
@@ -39,6 +43,7 @@ func (h *stallFloor) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		if args := cmd.Args(); h.on.Load() && len(args) > 1 {
 			name := strings.ToLower(cmd.Name())
 			if (name == "evalsha" || name == "eval") && (args[1] == h.sha || args[1] == h.script) {
+				h.once.Do(func() { close(h.held) })
 				<-h.release
 			}
 		}
@@ -74,20 +79,33 @@ func TestQuorumRaiseHonoursCtx(t *testing.T) {
 	hook.on.Store(true)
 
 	acquireUntilDeadline(t, q, time.Second, 2*slack, "granted without raising the token floor")
+	hook.wasHeld(t, "token-floor")
 }
 
-// stallScript returns a stallFloor for the script made of files (as
-// core/scripts.go concatenates them), off until the test turns it on.
-func stallScript(t *testing.T, files ...string) *stallFloor {
+// wasHeld fails the test unless a run of the script was held (soon): else
+// the hook matched nothing, and the test proved nothing.
+func (h *stallFloor) wasHeld(t *testing.T, what string) {
 	t.Helper()
-	var lua []byte
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		ok(t, err)
-		lua = append(lua, b...)
+	select {
+	case <-h.held:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no %s script was held: the hook does not match the script", what)
 	}
-	sum := sha1.Sum(lua)
-	return &stallFloor{sha: hex.EncodeToString(sum[:]), script: string(lua), release: make(chan struct{})}
+}
+
+// stallScript returns a stallFloor for the script of file, off until the
+// test turns it on.
+func stallScript(t *testing.T, file string) *stallFloor {
+	t.Helper()
+	lua, err := os.ReadFile(file)
+	ok(t, err)
+	return stallText(string(lua))
+}
+
+// stallText returns a stallFloor for the script whose text is lua.
+func stallText(lua string) *stallFloor {
+	sum := sha1.Sum([]byte(lua))
+	return &stallFloor{sha: hex.EncodeToString(sum[:]), script: lua, held: make(chan struct{}), release: make(chan struct{})}
 }
 
 // TestQuorumCancelReturnsWhileReleasesStall: a quorum Acquire whose ctx
@@ -97,12 +115,17 @@ func stallScript(t *testing.T, files ...string) *stallFloor {
 // held the caller past its deadline. The grant is still given back, in
 // the background.
 func TestQuorumCancelReturnsWhileReleasesStall(t *testing.T) {
-	hook := stallScript(t, "lua/lib.lua", "lua/release.lua")
+	hook := stallText(core.ReleaseScript())
 	defer close(hook.release) // before the clients close (deferred earlier)
 
 	prefix := uniquePrefix(t)
 	ms := masters(t, 3)
 	cs := clientsOf(t, ms)
+	// In the order the quorum asks them (by address), so that cs[0] is
+	// asked first.
+	slices.SortFunc(cs, func(a, b redis.UniversalClient) int {
+		return strings.Compare(a.(*redis.Client).Options().Addr, b.(*redis.Client).Options().Addr)
+	})
 	cs[0].AddHook(hook)
 	ctx := context.Background()
 	// Masters 1 and 2 are held outside the quorum: its Acquire gets
@@ -119,6 +142,7 @@ func TestQuorumCancelReturnsWhileReleasesStall(t *testing.T) {
 	hook.on.Store(true)
 
 	acquireUntilDeadline(t, q, 500*time.Millisecond, slack, "granted while two masters of three were held")
+	hook.wasHeld(t, "release") // the give-back runs in the background
 }
 
 // acquireUntilDeadline runs q.Acquire with a ctx that ends after wait, in
