@@ -3,7 +3,10 @@ package core
 import (
 	"context"
 	"slices"
+	"sync"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // ListenShard subscribes s's channel as s's first wait does (on Cluster,
@@ -57,4 +60,41 @@ func ShardChannels(s *Redis) (subscribed, tracked []string) {
 	slices.Sort(subscribed)
 	slices.Sort(tracked)
 	return subscribed, tracked
+}
+
+// KeyedRedis returns the semaphore of key in k, a NewRedisKeyed (made if
+// it is not in use), and keeps it in use.
+func KeyedRedis(k *Keyed, key string) *Redis {
+	e, err := k.ref(key)
+	if err != nil {
+		panic(err)
+	}
+	return e.sem.(*Redis)
+}
+
+// AddShardConcurrently subscribes s's shard channel by n calls at once on
+// the current subscription of s's backend (as a first wait and catchUp
+// may), and returns their errors.
+func AddShardConcurrently(ctx context.Context, s *Redis, n int) []error {
+	b := s.b
+	b.mu.Lock()
+	b.wantShard(s)
+	sc := b.pubsub
+	b.mu.Unlock()
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Go(func() { errs[i] = b.addShard(ctx, sc, s.notify, s.keys[0]) })
+	}
+	wg.Wait()
+	return errs
+}
+
+// SameMaster reports whether the shard channels of a and b (of one
+// Cluster) are on the same master.
+func SameMaster(ctx context.Context, a, b *Redis) bool {
+	cc := a.b.client.(*redis.ClusterClient)
+	na, err1 := cc.MasterForKey(ctx, a.notify)
+	nb, err2 := cc.MasterForKey(ctx, b.notify)
+	return err1 == nil && err2 == nil && na.Options().Addr == nb.Options().Addr
 }

@@ -80,10 +80,11 @@ func (b *redisBackend) resubscribe(old *sub) {
 			return
 		}
 		b.pubsub = ps
-		ps.start(b)
+		late := ps.start(b)
 		cur.abandon()
 		b.mu.Unlock()
 		_ = cur.close()
+		b.catchUp(ctx, ps, late)
 		b.resync()
 		b.replayReleases()
 	}()

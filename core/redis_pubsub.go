@@ -92,13 +92,16 @@ func (b *redisBackend) subscribe(ctx context.Context, s *Redis) error {
 	old := b.pubsub
 	b.pubsub = ps
 	b.lastResub = time.Now()
-	ps.start(b)
+	late := ps.start(b)
 	if old != nil {
 		old.abandon()
 	}
 	b.mu.Unlock()
 	if old != nil {
 		_ = old.close()
+	}
+	b.catchUp(ctx, ps, late)
+	if old != nil {
 		b.resync() // a grant published meanwhile reaches its waiter
 	}
 	return nil

@@ -32,8 +32,8 @@ type sub struct {
 	ps      []*redis.PubSub
 	byAddr  map[string]*redis.PubSub // Cluster: master address -> its PubSub
 	has     map[string]*redis.PubSub
-	pending map[string]chan error // buffered: nil once confirmed
-	moving  bool                  // a master gave up the slot of a channel in use
+	pending map[string][]chan error // each buffered; none once confirmed
+	moving  bool                    // a master gave up the slot of a channel in use
 	// snap: on Cluster, until start, the channels in use (b.want) as
 	// tryShardSub read them, before it subscribed them.
 	snap map[string]shardWant
@@ -67,12 +67,34 @@ type shardWant struct {
 
 // start makes sc the subscription in use: it tracks again the channels
 // that a sweep forgot while sc was made (retrack), and runs one receive
-// loop per connection of sc. b.mu must be held.
-func (sc *sub) start(b *redisBackend) {
+// loop per connection of sc. On Cluster it returns the semaphores whose
+// channels came into use after tryShardSub read them: their first wait
+// subscribed them on the old subscription meanwhile, so sc lacks them, and
+// the caller adds them (catchUp). b.mu must be held.
+func (sc *sub) start(b *redisBackend) (late []*Redis) {
+	for ch, w := range b.want {
+		if _, read := sc.snap[ch]; !read && b.sharded && sc.has[ch] == nil {
+			late = append(late, w.s)
+		}
+	}
 	b.retrack(sc)
 	for _, ps := range sc.ps {
 		b.wg.Add(1)
 		go b.receive(sc, ps)
+	}
+	return late
+}
+
+// catchUp adds to sc, within ctx, the shard channels of late (see start),
+// while sc is the subscription in use. A grant published before its
+// channel is added skips its waiter, which the resync after a new
+// subscription heals.
+func (b *redisBackend) catchUp(ctx context.Context, sc *sub, late []*Redis) {
+	for _, s := range late {
+		if ctx.Err() != nil || !b.current(sc) {
+			return
+		}
+		_ = b.addShard(ctx, sc, s.notify, s.keys[0])
 	}
 }
 
@@ -84,9 +106,11 @@ func (sc *sub) abandon() {
 
 // wake ends the addShard calls waiting on sc with err. b.mu must be held.
 func (sc *sub) wake(err error) {
-	for ch, ready := range sc.pending {
+	for ch, waits := range sc.pending {
 		delete(sc.pending, ch)
-		ready <- err
+		for _, ready := range waits {
+			ready <- err
+		}
 	}
 }
 
@@ -149,7 +173,7 @@ func (b *redisBackend) tryShardSub(ctx context.Context) (*sub, error) {
 	if h := b.hooks; h != nil && h.shardSnapshot != nil {
 		h.shardSnapshot()
 	}
-	sc := &sub{byAddr: make(map[string]*redis.PubSub), has: make(map[string]*redis.PubSub), pending: make(map[string]chan error), snap: snap}
+	sc := &sub{byAddr: make(map[string]*redis.PubSub), has: make(map[string]*redis.PubSub), pending: make(map[string][]chan error), snap: snap}
 	nodes := make(map[string]*redis.Client)
 	groups := make(map[string][]string)
 	for _, ch := range chans {

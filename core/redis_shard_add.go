@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -34,6 +35,8 @@ func (b *redisBackend) addShards(ctx context.Context, s *Redis) error {
 // addShard subscribes ch on sc, on the master of ch's slot (a new
 // connection if sc has none there), and waits for the confirmation, which
 // the receive loop of that connection reports (shardEvent), within ctx.
+// Two calls may add the same channel at once (a first wait and catchUp):
+// the first confirmation ends both.
 func (b *redisBackend) addShard(ctx context.Context, sc *sub, ch, key string) error {
 	n, err := b.client.(*redis.ClusterClient).MasterForKey(ctx, ch)
 	if err != nil {
@@ -49,7 +52,7 @@ func (b *redisBackend) addShard(ctx context.Context, sc *sub, ch, key string) er
 	ps := sc.byAddr[a]
 	ready := make(chan error, 1)
 	if ps != nil {
-		sc.pending[ch] = ready
+		sc.pending[ch] = append(sc.pending[ch], ready)
 	}
 	b.mu.Unlock()
 	if ps == nil {
@@ -98,7 +101,9 @@ func (b *redisBackend) addShard(ctx context.Context, sc *sub, ch, key string) er
 		// with an error, which remakes the subscription; ASK or TRYAGAIN
 		// (a slot in migration) ends this wait with errMigrating.
 		b.mu.Lock()
-		if sc.pending[ch] == ready {
+		if waits := slices.DeleteFunc(sc.pending[ch], func(c chan error) bool { return c == ready }); len(waits) > 0 {
+			sc.pending[ch] = waits
+		} else {
 			delete(sc.pending, ch)
 		}
 		b.mu.Unlock()
@@ -123,13 +128,15 @@ func (b *redisBackend) shardEvent(sc *sub, ps *redis.PubSub, m *redis.Subscripti
 	moved := false
 	switch m.Kind {
 	case "ssubscribe":
-		if ready := sc.pending[m.Channel]; ready != nil {
+		if waits := sc.pending[m.Channel]; len(waits) > 0 {
 			delete(sc.pending, m.Channel)
 			sc.has[m.Channel] = ps
-			ready <- nil
+			for _, ready := range waits {
+				ready <- nil
+			}
 		}
 	case "sunsubscribe":
-		if sc.pending[m.Channel] == nil && b.want[m.Channel] != nil {
+		if len(sc.pending[m.Channel]) == 0 && b.want[m.Channel] != nil {
 			delete(sc.has, m.Channel)
 			moved = b.pubsub == sc && !sc.moving
 			sc.moving = true

@@ -237,3 +237,63 @@ func TestClusterResubscribeRacingSweep(t *testing.T) {
 		t.Fatalf("%d shard channels still subscribed on the servers after the sweep", n)
 	}
 }
+
+// TestClusterResubscribeRacingFirstWait: a resubscribe reads the shard
+// channels in use, a semaphore's first wait then subscribes its channel on
+// the old subscription, and the new subscription replaces the old one. The
+// new one must subscribe that channel too: it used to lack it, so a grant
+// to that waiter found nobody listening and skipped it, until the waiter's
+// heartbeat (a third of the lease) queued it again.
+func TestClusterResubscribeRacingFirstWait(t *testing.T) {
+	prefix := uniquePrefix(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, _, _ := clusterClients(t, "refirst")
+	k := core.NewRedisKeyed(c, "refirst", 1, core.WithKeyPrefix(prefix))
+	defer k.Close()
+	a, b := core.KeyedRedis(k, "a"), core.KeyedRedis(k, "b")
+
+	ok(t, core.ListenShard(ctx, a))
+	var during error
+	core.ResubscribeDuring(a, func() { during = core.ListenShard(ctx, b) })
+	ok(t, during)
+	sub, tracked := core.ShardChannels(a)
+	if len(tracked) != 2 || !slices.Equal(sub, tracked) {
+		t.Fatalf("after a first wait raced a resubscribe: subscribed %v, tracked %v, want both channels in both", sub, tracked)
+	}
+}
+
+// TestClusterConcurrentAddsOfOneChannel: two calls that subscribe the same
+// shard channel at once on a master's connection (a first wait, and a new
+// subscription catching up) both end at its confirmation. The second used
+// to take the first's place in the wait, which then lasted until its ctx
+// ended.
+func TestClusterConcurrentAddsOfOneChannel(t *testing.T) {
+	prefix := uniquePrefix(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, _, _ := clusterClients(t, "twoadds")
+	k := core.NewRedisKeyed(c, "twoadds", 1, core.WithKeyPrefix(prefix))
+	defer k.Close()
+	a := core.KeyedRedis(k, "a")
+	ok(t, core.ListenShard(ctx, a))
+	var b *core.Redis
+	for i := 0; b == nil; i++ {
+		if i == 1000 {
+			t.Fatal("no key of 1000 has its channel on the master of a's")
+		}
+		if s := core.KeyedRedis(k, "b"+strconv.Itoa(i)); core.SameMaster(ctx, a, s) {
+			b = s
+		}
+	}
+	actx, acancel := context.WithTimeout(ctx, 5*time.Second)
+	defer acancel()
+	for i, err := range core.AddShardConcurrently(actx, b, 2) {
+		if err != nil {
+			t.Fatalf("add %d of the same channel: %v", i, err)
+		}
+	}
+	if sub, tracked := core.ShardChannels(a); len(sub) != 2 || !slices.Equal(sub, tracked) {
+		t.Fatalf("subscribed %v, tracked %v, want both channels in both", sub, tracked)
+	}
+}
