@@ -7,19 +7,19 @@
 do
   local S, T, W, id, mychan = KEYS[1], KEYS[2], KEYS[3], ARGV[3], ARGV[2]
   local t = redis.call('TIME')
-  local m = redis.call('HMGET', S, 'limit', 'used', 'tok', 'exp', 'minl', 'mine', 'qseq', 'hn', 'qn', 'xn', '#' .. id)
-  local limit, exp, minl, mine, cur = tonumber(m[1]), tonumber(m[4]), tonumber(m[5]), tonumber(m[6]), m[11]
+  local m = redis.call('HMGET', S, 'limit', 'used', 'tok', 'exp', 'minl', 'mine', 'hn', 'qn', 'xn', '#' .. id)
+  local limit, exp, minl, mine, cur = tonumber(m[1]), tonumber(m[4]), tonumber(m[5]), tonumber(m[6]), m[10]
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   if limit and exp and minl and mine and cur and now < minl and now < mine and string.sub(cur, 1, 1) == 'h' then
     local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
-    local used0, tok0, hn0, qn0 = tonumber(m[2]) or 0, tonumber(m[3]) or 0, tonumber(m[8]) or 0, tonumber(m[9]) or 0
+    local used0, tok0, hn0, qn0 = tonumber(m[2]) or 0, tonumber(m[3]) or 0, tonumber(m[7]) or 0, tonumber(m[8]) or 0
     local used, tok, hn, qn = used0 - tonumber(string.match(cur, '^h(%d+):')), tok0, hn0 - 1, qn0
     -- The tombstone (F.tombstone, code 1).
     local at = now + (tonumber(ARGV[4]) or 10000)
     local latest, nminl, nmine = at, minl, math.min(mine, at)
-    local set = {'xn', (tonumber(m[10]) or 0) + 1, '#' .. id, 'x1'}
+    local set = {'xn', (tonumber(m[9]) or 0) + 1, '#' .. id, 'x1'}
     local tz = {OFF + at, id}
-    local popped, notes, ok = {}, nil, true
+    local popped, notes, ok = nil, nil, true
     -- F.grant and F.grant_head, for plain grants only.
     while qn > 0 and used < limit do
       local h = redis.call('ZPOPMIN', W)
@@ -29,6 +29,7 @@ do
         ok = false
         break
       end
+      popped = popped or {}
       popped[#popped + 1] = h[2]
       popped[#popped + 1] = mem
       local pw, pttl, check, n, rest = string.match(mem, '^(%d+):(%d+):(%d):(%d+):(.*)$')
@@ -79,6 +80,6 @@ do
       end
       return {1, 0, limit, mine_notes, now_us}
     end
-    if #popped > 0 then redis.call('ZADD', W, unpack(popped)) end
+    if popped then redis.call('ZADD', W, unpack(popped)) end
   end
 end
