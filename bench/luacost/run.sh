@@ -7,6 +7,8 @@
 #   PART=phases bench/luacost/run.sh # prefixes of lib.lua, acquire.lua and release.lua (the
 #                                    # line numbers are those of main at 25adde2)
 #   ROUNDS=21 N=2000 OUT=/tmp/x bench/luacost/run.sh
+#   BASE=/tmp/lua bench/luacost/run.sh  # adds "base": main's scripts as in /tmp/lua,
+#                                       # e.g. git archive <commit> core/lua | tar -x -C /tmp/b
 #
 # Only figures within one run compare: the machine may be shared.
 set -euo pipefail
@@ -48,6 +50,10 @@ floor6=acq:variants/floor/acq6.lua,rel:variants/floor/rel6.lua
 floor4=acq:variants/floor/acq4.lua,rel:variants/floor/rel4.lua
 fcall_floor4=facq:variants/fcall/floor4.lua,frel:variants/fcall/floor4.lua
 V
+  if [ -n "${BASE:-}" ]; then
+    B=$BASE; C=""; [ -f "$B/const.lua" ] && C="$B/const.lua+"
+    echo "base=acq:$C$B/fast_acquire.lua+$B/lib.lua+$B/acquire.lua,rel:$C$B/fast_release.lua+$B/lib.lua+$B/release.lua" >> "$F"
+  fi
   if [ -n "${LEGACY:-}" ]; then cat >> "$F" <<V
 fcall=facq:$OUT/fn.lua,frel:$OUT/fn.lua
 vlocals=acq:$OUT/vl/lib.lua+$OUT/vl/acquire.lua,rel:$OUT/vl/lib.lua+$OUT/vl/release.lua
