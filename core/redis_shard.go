@@ -72,8 +72,8 @@ type shardWant struct {
 // subscribed them on the old subscription meanwhile, so sc lacks them, and
 // the caller adds them (catchUp). b.mu must be held.
 func (sc *sub) start(b *redisBackend) (late []*Redis) {
-	for ch, w := range b.want {
-		if _, read := sc.snap[ch]; !read && b.sharded && sc.has[ch] == nil {
+	for ch, w := range b.want { // empty unless on Cluster
+		if _, read := sc.snap[ch]; !read && sc.has[ch] == nil {
 			late = append(late, w.s)
 		}
 	}
