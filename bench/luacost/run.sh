@@ -4,6 +4,8 @@
 #
 #   bench/luacost/run.sh             # scripts: main, FCALL, lean variants, floors, seed, empty
 #   PART=micro bench/luacost/run.sh  # the micro scripts (per nested call, per Lua operation)
+#   PART=floors bench/luacost/run.sh # floor4 without TIME, on keys that stay small,
+#                                    # with main's field lists, with the state packed
 #   PART=phases bench/luacost/run.sh # prefixes of lib.lua, acquire.lua and release.lua (the
 #                                    # line numbers are those of main at 25adde2)
 #   ROUNDS=21 N=2000 OUT=/tmp/x bench/luacost/run.sh
@@ -61,6 +63,19 @@ subset=acq:$OUT/lib_acq.lua+$L/acquire.lua,rel:$L/lib.lua+$L/release.lua
 V
   fi
   ;;
+floors)
+  # What the no-Lua floor of 4 calls (floor4) pays for, against the seed.
+  D=variants/floor
+  cat > "$F" <<V
+floor4=acq:$D/acq4.lua,rel:$D/rel4.lua
+floor4_notime=acq:$D/acq3_notime.lua,rel:$D/rel3_notime.lua
+floor4_small=acq:$D/acq4_small.lua,rel:$D/rel4_small.lua
+floor4_fields=acq:$D/acq4_fields.lua,rel:$D/rel4.lua
+floor4_packed=acq:$D/acq4_packed.lua,rel:$D/rel4_packed.lua
+seed=sacq:../seedsem/acquire.lua,srel:../seedsem/release.lua
+empty=acq:variants/empty.lua,rel:variants/empty2.lua
+V
+  ;;
 micro)
   # Each micro script runs after main's acquire and release, on their keys
   # (a realistic state hash); compare its third step with m_base's.
@@ -86,7 +101,7 @@ phases)
     ./cut.sh "$L/release.lua" $k "$OUT/rcut$k.lua"; echo "rcut$k=$M,rel:$P+$OUT/rcut$k.lua" >> "$F"
   done
   ;;
-*) echo "PART is scripts, micro or phases" >&2; exit 2 ;;
+*) echo "PART is scripts, floors, micro or phases" >&2; exit 2 ;;
 esac
 go run . -start -port "$PORT" -rounds "$ROUNDS" -n "$N" -pipe 100 -f "$OUT/variants.txt" | tee "$OUT/luacost.txt"
 echo "output in $OUT" >&2
