@@ -238,6 +238,20 @@ func TestClusterResubscribeRacingSweep(t *testing.T) {
 	}
 }
 
+// listeningKeyed returns a keyed semaphore named name on Cluster, and its
+// key "a", whose shard channel is subscribed (as by a's first wait), with a
+// ctx of a minute; all end with the test.
+func listeningKeyed(t *testing.T, name string) (context.Context, *core.Keyed, *core.Redis) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	c, _, _ := clusterClients(t, name)
+	k := core.NewRedisKeyed(c, name, 1, core.WithKeyPrefix(uniquePrefix(t)))
+	t.Cleanup(func() { _ = k.Close() })
+	a := core.KeyedRedis(k, "a")
+	ok(t, core.ListenShard(ctx, a))
+	return ctx, k, a
+}
+
 // TestClusterResubscribeRacingFirstWait: a resubscribe reads the shard
 // channels in use, a semaphore's first wait then subscribes its channel on
 // the old subscription, and the new subscription replaces the old one. The
@@ -245,15 +259,8 @@ func TestClusterResubscribeRacingSweep(t *testing.T) {
 // to that waiter found nobody listening and skipped it, until the waiter's
 // heartbeat (a third of the lease) queued it again.
 func TestClusterResubscribeRacingFirstWait(t *testing.T) {
-	prefix := uniquePrefix(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	c, _, _ := clusterClients(t, "refirst")
-	k := core.NewRedisKeyed(c, "refirst", 1, core.WithKeyPrefix(prefix))
-	defer k.Close()
-	a, b := core.KeyedRedis(k, "a"), core.KeyedRedis(k, "b")
-
-	ok(t, core.ListenShard(ctx, a))
+	ctx, k, a := listeningKeyed(t, "refirst")
+	b := core.KeyedRedis(k, "b")
 	var during error
 	core.ResubscribeDuring(a, func() { during = core.ListenShard(ctx, b) })
 	ok(t, during)
@@ -269,14 +276,7 @@ func TestClusterResubscribeRacingFirstWait(t *testing.T) {
 // to take the first's place in the wait, which then lasted until its ctx
 // ended.
 func TestClusterConcurrentAddsOfOneChannel(t *testing.T) {
-	prefix := uniquePrefix(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	c, _, _ := clusterClients(t, "twoadds")
-	k := core.NewRedisKeyed(c, "twoadds", 1, core.WithKeyPrefix(prefix))
-	defer k.Close()
-	a := core.KeyedRedis(k, "a")
-	ok(t, core.ListenShard(ctx, a))
+	ctx, k, a := listeningKeyed(t, "twoadds")
 	var b *core.Redis
 	for i := 0; b == nil; i++ {
 		if i == 1000 {

@@ -69,7 +69,7 @@ floors)
   cat > "$F" <<V
 floor4=acq:$D/acq4.lua,rel:$D/rel4.lua
 floor4_notime=acq:$D/acq3_notime.lua,rel:$D/rel3_notime.lua
-floor4_small=acq:$D/acq4_small.lua,rel:$D/rel4_small.lua
+floor4_small=acq:$D/acq4.lua,rel:$D/rel4_small.lua
 floor4_fields=acq:$D/acq4_fields.lua,rel:$D/rel4.lua
 floor4_packed=acq:$D/acq4_packed.lua,rel:$D/rel4_packed.lua
 seed=sacq:../seedsem/acquire.lua,srel:../seedsem/release.lua
