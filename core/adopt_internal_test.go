@@ -3,9 +3,6 @@ package core
 import (
 	"context"
 	"testing"
-
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
 )
 
 // TestCrossProcessScriptsIdempotent runs each new script twice with the
@@ -13,9 +10,7 @@ import (
 // run must answer as the first (adopt: the same permit; release by id:
 // released) and change nothing.
 func TestCrossProcessScriptsIdempotent(t *testing.T) {
-	m := miniredis.RunT(t)
-	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	defer c.Close()
+	c := miniClient(t)
 	s := NewRedis(c, "idem", 3)
 	defer s.Close()
 	ctx := context.Background()

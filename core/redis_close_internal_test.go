@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"testing"
-
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
 )
 
 // Issue 7 defect 14, forced: a grant and Close are both ready when the
@@ -18,9 +15,7 @@ import (
 // Redis before it returns. Twenty rounds: the select picks each case with
 // probability 1/2.
 func TestGrantAndCloseBothReadyAtSelect(t *testing.T) {
-	m := miniredis.RunT(t)
-	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	defer c.Close()
+	c := miniClient(t)
 	ctx := context.Background()
 	for round := range 20 {
 		s := NewRedis(c, "race", 1)

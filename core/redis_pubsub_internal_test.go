@@ -3,9 +3,6 @@ package core
 import (
 	"context"
 	"testing"
-
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
 )
 
 // A subscription made while another was installed (on Cluster, a subscribe
@@ -13,9 +10,7 @@ import (
 // the way resubscribe does: the old one is closed, never left open beside
 // the current one.
 func TestSubscribeOverAnotherClosesIt(t *testing.T) {
-	m := miniredis.RunT(t)
-	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	defer c.Close()
+	c := miniClient(t)
 	ctx := context.Background()
 	s := NewRedis(c, "sub", 1)
 	defer s.Close()
