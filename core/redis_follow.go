@@ -83,9 +83,7 @@ func (b *redisBackend) resubscribe(old *sub) {
 		late := ps.start(b)
 		cur.abandon()
 		b.mu.Unlock()
-		_ = cur.close()
-		b.catchUp(ctx, ps, late)
-		b.resync()
+		b.takeOver(ctx, cur, ps, late)
 		b.replayReleases()
 	}()
 }

@@ -97,14 +97,23 @@ func (b *redisBackend) subscribe(ctx context.Context, s *Redis) error {
 		old.abandon()
 	}
 	b.mu.Unlock()
+	b.takeOver(ctx, old, ps, late)
+	return nil
+}
+
+// takeOver completes ps's start (see start) in place of old, which is nil
+// or was abandoned: it closes old, adds to ps the shard channels it lacks
+// (late), and, if ps replaced old, resyncs the waiters, so that a grant
+// published on old meanwhile still reaches its waiter. b.mu must not be
+// held.
+func (b *redisBackend) takeOver(ctx context.Context, old, ps *sub, late []*Redis) {
 	if old != nil {
 		_ = old.close()
 	}
 	b.catchUp(ctx, ps, late)
 	if old != nil {
-		b.resync() // a grant published meanwhile reaches its waiter
+		b.resync()
 	}
-	return nil
 }
 
 // goBackground runs f in a goroutine that Close waits for, unless the
