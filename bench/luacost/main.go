@@ -1,12 +1,16 @@
 // Command luacost measures the server time of Lua script variants on a real
 // redis-server: each variant is a sequence of scripts (steps) run back to
 // back with EVALSHA, with the KEYS and ARGV of distsem's uncontended acquire
-// and release (or the seed's). Between variants it resets INFO commandstats
-// and SLOWLOG, so that each variant's figures are its own: usec_per_call of
-// EVALSHA and of every nested command, and (from SLOWLOG at threshold 0) the
-// server µs of each step, as the mean of its fastest 90% of calls (robust to
-// the server being preempted on a shared machine). Variants are interleaved in several rounds
-// (each round starts one variant later); medians and ranges are reported.
+// and release (or the seed's, or bench/refsem's). Between variants it resets
+// INFO commandstats and SLOWLOG, so that each variant's figures are its own:
+// usec_per_call of EVALSHA and of every nested command, and (from SLOWLOG at
+// threshold 0) the server µs of each step, as the mean of its fastest 90% of
+// calls (robust to the server being preempted on a shared machine). It also
+// times each measured run: with -pipe 1 (one round trip per script, one
+// connection, no library around the call), iterations per second is the
+// uncontended pair rate that the scripts alone allow. Variants are
+// interleaved in several rounds (each round starts one variant later);
+// medians and ranges are reported.
 // Only relative figures within one run mean anything on a shared machine.
 //
 //	go run ./luacost -start -port 7450 -rounds 7 -n 2000 \
@@ -15,7 +19,8 @@
 //
 // A step is role:file[+file...] (the files are concatenated, as
 // core/scripts.go prepends lib.lua). Roles: acq and rel (distsem's 5 keys,
-// ARGV limit, channel, id, ...), sacq and srel (the seed's keys and ARGV).
+// ARGV limit, channel, id, ...), sacq and srel (the seed's keys and ARGV),
+// racq and rrel (bench/refsem's).
 // facq and frel FCALL the functions luacost_acq and luacost_rel of a
 // function library (FUNCTION LOAD REPLACE; variants/fcall/build.sh makes
 // one from core/lua), with acq's and rel's KEYS and ARGV.
@@ -153,7 +158,7 @@ func parseVariant(l, rel string) variant {
 	for _, s := range strings.Split(rest, ",") {
 		role, files, ok := strings.Cut(strings.TrimSpace(s), ":")
 		if !ok || argsFor(role, "x", 0) == nil {
-			fail("variant %q: bad step %q (roles: acq rel facq frel sacq srel none)", l, s)
+			fail("variant %q: bad step %q (roles: acq rel facq frel sacq srel racq rrel none)", l, s)
 		}
 		v.steps = append(v.steps, step{role: role, files: files})
 	}

@@ -15,6 +15,7 @@ import (
 // sample is one variant's figures in one round.
 type sample struct {
 	evalsha float64            // usec_per_call of EVALSHA
+	rate    float64            // measured iterations per second of wall time
 	step    []float64          // SLOWLOG µs of each step: mean of the fastest 90%
 	nested  map[string]cmdStat // nested commands (not EVALSHA, not harness commands)
 }
@@ -40,6 +41,12 @@ func argsFor(role, sem string, seq int) []any {
 		return pack(keys, 1, ch, id, 1, 10000, 0, now.Add(time.Hour).UnixMicro(), "1", "0")
 	case "rel", "frel":
 		return pack(keys, 1, ch, id, 4000)
+	case "racq": // bench/refsem: holders zset, queue list; limit, id, ttl, channel
+		r := "ref:{" + sem + "}:"
+		return pack([]string{r + "h", r + "q"}, 1, id, 10000, ch)
+	case "rrel":
+		r := "ref:{" + sem + "}:"
+		return pack([]string{r + "h", r + "q"}, 1, id, 10000)
 	case "sacq":
 		s := "seedsem:{" + sem + "}:"
 		return pack([]string{s + "time", s + "sem", s + "seq"}, now.UnixMilli(), id, 1, now.Add(-10*time.Second).UnixMilli())
@@ -96,8 +103,9 @@ func measure(ctx context.Context, c *redis.Client, v variant, i, warm, n, pipe i
 	run(warm)
 	check(c.ConfigResetStat(ctx).Err())
 	check(c.SlowLogReset(ctx).Err())
+	t0 := time.Now()
 	run(n)
-	s := sample{nested: map[string]cmdStat{}}
+	s := sample{nested: map[string]cmdStat{}, rate: float64(n) / time.Since(t0).Seconds()}
 	if slow {
 		logs, err := c.SlowLogGet(ctx, -1).Result()
 		check(err)

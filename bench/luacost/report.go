@@ -10,7 +10,9 @@ import (
 // report prints, per variant: EVALSHA µs per call (median and range over
 // the rounds), its paired difference with the base variant (the median of
 // the per-round differences, and their range), the SLOWLOG mean of each
-// step, and every nested command's calls per iteration and µs per call.
+// step, the iterations per second of wall time and their per-round ratio to
+// the base variant, and every nested command's calls per iteration and µs
+// per call.
 func report(w io.Writer, vs []variant, res [][]sample, base int) {
 	fmt.Fprintf(w, "# evalsha = server µs per EVALSHA (INFO commandstats, all calls); trim = the same from SLOWLOG, mean of the fastest 90%% of each step's calls;\n# median [min-max] over rounds; Δ = paired per-round difference of trim with %q\n", vs[base].name)
 	fmt.Fprintf(w, "%-16s %-20s %-20s %-24s %s\n", "variant", "evalsha µs", "trim µs", "Δ trim µs/EVALSHA", "steps (trim µs)")
@@ -34,6 +36,16 @@ func report(w io.Writer, vs []variant, res [][]sample, base int) {
 			steps = append(steps, fmt.Sprintf("%s %s", st.role, fmtRange(m, 1)))
 		}
 		fmt.Fprintf(w, "%-16s %-20s %-20s %-24s %s\n", v.name, fmtRange(ev, 2), fmtRange(tr, 2), fmtSigned(d), strings.Join(steps, "  "))
+	}
+	fmt.Fprintf(w, "\n# iterations per second of wall time, one client (with -pipe 1: one round trip per script, so the pair rate the scripts allow with no library around them);\n# median [min-max] over rounds; ÷ = median of the per-round ratios to %q\n", vs[base].name)
+	for i, v := range vs {
+		var q []float64
+		for r := range res[i] {
+			if r < len(res[base]) && res[base][r].rate > 0 {
+				q = append(q, res[i][r].rate/res[base][r].rate)
+			}
+		}
+		fmt.Fprintf(w, "%-16s %-28s ÷ %s\n", v.name, fmtRange(col(res[i], func(s sample) float64 { return s.rate }), 0), fmtRange(q, 2))
 	}
 	fmt.Fprintf(w, "\n# nested commands: calls per iteration, µs per call (median over rounds)\n")
 	for i, v := range vs {

@@ -6,6 +6,8 @@
 #   PART=micro bench/luacost/run.sh  # the micro scripts (per nested call, per Lua operation)
 #   PART=floors bench/luacost/run.sh # floor4 without TIME, on keys that stay small,
 #                                    # with main's field lists, with the state packed
+#   PART=loop bench/luacost/run.sh   # one round trip per script: the uncontended pair
+#                                    # rate of main, the floors, the seed and refsem
 #   PART=phases bench/luacost/run.sh # prefixes of lib.lua, acquire.lua and release.lua (the
 #                                    # line numbers are those of main at 25adde2)
 #   ROUNDS=21 N=2000 OUT=/tmp/x bench/luacost/run.sh
@@ -76,6 +78,23 @@ seed=sacq:../seedsem/acquire.lua,srel:../seedsem/release.lua
 empty=acq:variants/empty.lua,rel:variants/empty2.lua
 V
   ;;
+loop)
+  # One round trip per script (-pipe 1), one connection, no library: the
+  # uncontended pair rate each design's scripts allow (iterations per
+  # second), beside the seed's and the reference design's (bench/refsem).
+  D=variants/floor
+  cat > "$F" <<V
+seed=sacq:../seedsem/acquire.lua,srel:../seedsem/release.lua
+main=$M
+floor4=acq:$D/acq4.lua,rel:$D/rel4.lua
+floor4_notime=acq:$D/acq3_notime.lua,rel:$D/rel3_notime.lua
+floor4_small=acq:$D/acq4.lua,rel:$D/rel4_small.lua
+floor4_bare=acq:$D/acq3_notime.lua,rel:$D/rel3_bare.lua
+floor4_int=acq:$D/acq4_int.lua,rel:$D/rel4_int.lua
+ref=racq:../refsem/acquire.lua,rrel:../refsem/release.lua
+empty=acq:variants/empty.lua,rel:variants/empty2.lua
+V
+  ;;
 micro)
   # Each micro script runs after main's acquire and release, on their keys
   # (a realistic state hash); compare its third step with m_base's.
@@ -101,7 +120,9 @@ phases)
     ./cut.sh "$L/release.lua" $k "$OUT/rcut$k.lua"; echo "rcut$k=$M,rel:$P+$OUT/rcut$k.lua" >> "$F"
   done
   ;;
-*) echo "PART is scripts, floors, micro or phases" >&2; exit 2 ;;
+*) echo "PART is scripts, floors, loop, micro or phases" >&2; exit 2 ;;
 esac
-go run . -start -port "$PORT" -rounds "$ROUNDS" -n "$N" -pipe 100 -f "$OUT/variants.txt" | tee "$OUT/luacost.txt"
+PIPE=100 EXTRA=()
+[ "$PART" = loop ] && PIPE=1 EXTRA=(-base seed)
+go run . -start -port "$PORT" -rounds "$ROUNDS" -n "$N" -pipe "$PIPE" "${EXTRA[@]}" -f "$OUT/variants.txt" | tee "$OUT/luacost.txt"
 echo "output in $OUT" >&2

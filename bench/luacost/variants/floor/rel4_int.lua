@@ -1,0 +1,6 @@
+-- floor4's release with an integer reply (see acq4_int.lua).
+local t = redis.call('TIME')
+local m = redis.call('HMGET', KEYS[1], 'limit', 'used', 'tok', 'nw', '#' .. ARGV[3])
+redis.call('ZADD', KEYS[2], t[1] * 1000 + 4000, ARGV[3])
+redis.call('HSET', KEYS[1], 'used', 0, 'hn', 0, '#' .. ARGV[3], 'x1')
+return 1
