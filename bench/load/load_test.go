@@ -59,6 +59,40 @@ func TestSummarizeGroupsByLabelAndBackend(t *testing.T) {
 	}
 }
 
+// The ratios to the seed pair each repetition with the seed's own: rep 1
+// 1500/1000, rep 2 1800/2000, rep 3 1200/1000 give 1.50, 0.90, 1.20.
+func TestSummarizeRatiosPairedByRepetition(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.jsonl")
+	var b bytes.Buffer
+	add := func(label, backend string, rep int, thr float64) {
+		line, _ := json.Marshal(result{Label: label, Backend: backend, Rep: rep, Report: analyze.Report{Throughput: thr}})
+		b.Write(append(line, '\n'))
+	}
+	for i, thr := range []float64{1000, 2000, 1000} {
+		add("burst-seed", "seed", i+1, thr)
+	}
+	for i, thr := range []float64{1500, 1800, 1200} {
+		add("burst-new", "distsem", i+1, thr)
+	}
+	add("other-new", "distsem", 1, 900) // no seed in its workload: no ratio
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := summarize(&out, []string{path}); err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	if want := "| burst-new | 1.20 | 0.90 – 1.50 | 3 |"; !strings.Contains(s, want) {
+		t.Errorf("summary lacks %q:\n%s", want, s)
+	}
+	for _, absent := range []string{"| other-new |", "| burst-seed |"} {
+		if strings.Contains(s, absent) {
+			t.Errorf("summary has a ratio row %q:\n%s", absent, s)
+		}
+	}
+}
+
 func TestCPUCounters(t *testing.T) {
 	m, err := machineBusy()
 	if err != nil || m <= 0 {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -53,7 +54,8 @@ var metrics = []metric{
 }
 
 // summarize prints, per label, the median and range of every figure over
-// the repetitions found in the given JSON-lines files.
+// the repetitions found in the given JSON-lines files, then the paired
+// throughput ratios to the seed (see seedRatios).
 func summarize(w io.Writer, files []string) error {
 	var order []string
 	groups := map[string][]result{}
@@ -103,7 +105,53 @@ func summarize(w io.Writer, files []string) error {
 			fmt.Fprintf(w, "| %s | "+m.fmt+" | "+m.fmt+" – "+m.fmt+" |\n", m.name, med, lo, hi)
 		}
 	}
+	seedRatios(w, order, groups)
 	return nil
+}
+
+// seedRatios prints, for every label "<workload>-<variant>" whose workload
+// also has a label "<workload>-seed", the ratio of its throughput to the
+// seed's in the same repetition (the variants of a repetition ran one
+// after the other): the median and range over the repetitions. Paired
+// ratios cancel most of what moves a shared machine between repetitions.
+func seedRatios(w io.Writer, order []string, groups map[string][]result) {
+	byLabel := map[string][]result{}
+	var labels []string
+	for _, key := range order {
+		for _, r := range groups[key] {
+			if _, ok := byLabel[r.Label]; !ok {
+				labels = append(labels, r.Label)
+			}
+			byLabel[r.Label] = append(byLabel[r.Label], r)
+		}
+	}
+	header := false
+	for _, l := range labels {
+		i := strings.LastIndex(l, "-")
+		seed, ok := byLabel[l[:max(i, 0)]+"-seed"]
+		if i < 0 || !ok || strings.HasSuffix(l, "-seed") {
+			continue
+		}
+		base := map[int]float64{}
+		for _, r := range seed {
+			base[r.Rep] = r.Throughput
+		}
+		var q []float64
+		for _, r := range byLabel[l] {
+			if b := base[r.Rep]; b > 0 {
+				q = append(q, r.Throughput/b)
+			}
+		}
+		if len(q) == 0 {
+			continue
+		}
+		if !header {
+			fmt.Fprint(w, "\n### Throughput ÷ the seed's, paired by repetition\n\n| label | median | range | repetitions |\n|---|---|---|---|\n")
+			header = true
+		}
+		med, lo, hi := medianRange(q)
+		fmt.Fprintf(w, "| %s | %.2f | %.2f – %.2f | %d |\n", l, med, lo, hi, len(q))
+	}
 }
 
 // medianRange returns the median (the mean of the middle two for an even
