@@ -34,16 +34,19 @@ func TestMedianRange(t *testing.T) {
 	}
 }
 
-func TestSummarizeGroupsByLabelAndBackend(t *testing.T) {
+// summarized writes rs to a JSON-lines file, as -results does, and
+// returns what summarize prints of it.
+func summarized(t *testing.T, rs ...result) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "r.jsonl")
 	var b bytes.Buffer
-	for i, u := range []float64{0.80, 0.90, 0.85} {
-		line, _ := json.Marshal(result{Label: "util", Backend: "distsem", Rep: i + 1, Limit: 4, Hold: 2 * time.Millisecond,
-			Report: analyze.Report{Util: u, Throughput: 1000}})
+	for _, r := range rs {
+		line, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
 		b.Write(append(line, '\n'))
 	}
-	line, _ := json.Marshal(result{Label: "util", Backend: "seed", Rep: 1, Report: analyze.Report{Util: 0.5}})
-	b.Write(append(line, '\n'))
 	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +54,17 @@ func TestSummarizeGroupsByLabelAndBackend(t *testing.T) {
 	if err := summarize(&out, []string{path}); err != nil {
 		t.Fatal(err)
 	}
-	s := out.String()
+	return out.String()
+}
+
+func TestSummarizeGroupsByLabelAndBackend(t *testing.T) {
+	var rs []result
+	for i, u := range []float64{0.80, 0.90, 0.85} {
+		rs = append(rs, result{Label: "util", Backend: "distsem", Rep: i + 1, Limit: 4, Hold: 2 * time.Millisecond,
+			Report: analyze.Report{Util: u, Throughput: 1000}})
+	}
+	rs = append(rs, result{Label: "util", Backend: "seed", Rep: 1, Report: analyze.Report{Util: 0.5}})
+	s := summarized(t, rs...)
 	for _, want := range []string{"### util / distsem", "3 repetitions", "| utilization | 0.850 | 0.800 – 0.900 |", "### util / seed", "| utilization | 0.500 | 0.500 – 0.500 |"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("summary lacks %q:\n%s", want, s)
@@ -62,11 +75,9 @@ func TestSummarizeGroupsByLabelAndBackend(t *testing.T) {
 // The ratios to the seed pair each repetition with the seed's own: rep 1
 // 1500/1000, rep 2 1800/2000, rep 3 1200/1000 give 1.50, 0.90, 1.20.
 func TestSummarizeRatiosPairedByRepetition(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "r.jsonl")
-	var b bytes.Buffer
+	var rs []result
 	add := func(label, backend string, rep int, thr float64) {
-		line, _ := json.Marshal(result{Label: label, Backend: backend, Rep: rep, Report: analyze.Report{Throughput: thr}})
-		b.Write(append(line, '\n'))
+		rs = append(rs, result{Label: label, Backend: backend, Rep: rep, Report: analyze.Report{Throughput: thr}})
 	}
 	for i, thr := range []float64{1000, 2000, 1000} {
 		add("burst-seed", "seed", i+1, thr)
@@ -75,14 +86,7 @@ func TestSummarizeRatiosPairedByRepetition(t *testing.T) {
 		add("burst-new", "distsem", i+1, thr)
 	}
 	add("other-new", "distsem", 1, 900) // no seed in its workload: no ratio
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	if err := summarize(&out, []string{path}); err != nil {
-		t.Fatal(err)
-	}
-	s := out.String()
+	s := summarized(t, rs...)
 	if want := "| burst-new | 1.20 | 0.90 – 1.50 | 3 |"; !strings.Contains(s, want) {
 		t.Errorf("summary lacks %q:\n%s", want, s)
 	}

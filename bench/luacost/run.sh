@@ -40,13 +40,21 @@ P="$L/const.lua+$L/lib.lua"
 M="acq:$L/const.lua+$L/fast_acquire.lua+$L/lib.lua+$L/acquire.lua,rel:$L/const.lua+$L/fast_release.lua+$L/lib.lua+$L/release.lua"
 G="acq:$P+$L/acquire.lua,rel:$P+$L/release.lua"
 F=$OUT/variants.txt
+# Variants that several parts run: floor4 with and without TIME and
+# tombstones, the seed, and a script that only returns.
+D=variants/floor
+FLOOR4="floor4=acq:$D/acq4.lua,rel:$D/rel4.lua
+floor4_notime=acq:$D/acq3_notime.lua,rel:$D/rel3_notime.lua
+floor4_small=acq:$D/acq4.lua,rel:$D/rel4_small.lua"
+SEED=seed=sacq:../seedsem/acquire.lua,srel:../seedsem/release.lua
+EMPTY=empty=acq:variants/empty.lua,rel:variants/empty2.lua
 case $PART in
 scripts)
   cat > "$F" <<V
 main=$M
 general=$G
-seed=sacq:../seedsem/acquire.lua,srel:../seedsem/release.lua
-empty=acq:variants/empty.lua,rel:variants/empty2.lua
+$SEED
+$EMPTY
 empty_seedargs=sacq:variants/empty.lua,srel:variants/empty2.lua
 empty_nokeys=none:variants/empty.lua,none:variants/empty2.lua
 fcall_empty=facq:variants/fcall/empty.lua,frel:variants/fcall/empty.lua
@@ -67,32 +75,26 @@ V
   ;;
 floors)
   # What the no-Lua floor of 4 calls (floor4) pays for, against the seed.
-  D=variants/floor
   cat > "$F" <<V
-floor4=acq:$D/acq4.lua,rel:$D/rel4.lua
-floor4_notime=acq:$D/acq3_notime.lua,rel:$D/rel3_notime.lua
-floor4_small=acq:$D/acq4.lua,rel:$D/rel4_small.lua
+$FLOOR4
 floor4_fields=acq:$D/acq4_fields.lua,rel:$D/rel4.lua
 floor4_packed=acq:$D/acq4_packed.lua,rel:$D/rel4_packed.lua
-seed=sacq:../seedsem/acquire.lua,srel:../seedsem/release.lua
-empty=acq:variants/empty.lua,rel:variants/empty2.lua
+$SEED
+$EMPTY
 V
   ;;
 loop)
   # One round trip per script (-pipe 1), one connection, no library: the
   # uncontended pair rate each design's scripts allow (iterations per
   # second), beside the seed's and the reference design's (bench/refsem).
-  D=variants/floor
   cat > "$F" <<V
-seed=sacq:../seedsem/acquire.lua,srel:../seedsem/release.lua
+$SEED
 main=$M
-floor4=acq:$D/acq4.lua,rel:$D/rel4.lua
-floor4_notime=acq:$D/acq3_notime.lua,rel:$D/rel3_notime.lua
-floor4_small=acq:$D/acq4.lua,rel:$D/rel4_small.lua
+$FLOOR4
 floor4_bare=acq:$D/acq3_notime.lua,rel:$D/rel3_bare.lua
 floor4_int=acq:$D/acq4_int.lua,rel:$D/rel4_int.lua
 ref=racq:../refsem/acquire.lua,rrel:../refsem/release.lua
-empty=acq:variants/empty.lua,rel:variants/empty2.lua
+$EMPTY
 V
   ;;
 micro)
