@@ -72,20 +72,36 @@ var seq int
 
 // measure runs warm unmeasured iterations of v, resets the statistics, runs
 // n measured ones and reads them back. Each variant has its own keys (sem
-// "v<i>"), so variants do not share state.
+// "v<i>"), so variants do not share state. With pipe > 1 the steps of pipe
+// iterations go in one pipeline; with pipe 1 each step is a round trip of
+// its own, as a client sends them.
 func measure(ctx context.Context, c *redis.Client, v variant, i, warm, n, pipe int, slow bool) sample {
 	sem := fmt.Sprintf("v%d", i)
+	cmdOf := func(st step, seq int) []any {
+		cmd := "evalsha"
+		if isFunc(st.role) {
+			cmd = "fcall"
+		}
+		return append([]any{cmd, st.sha}, argsFor(st.role, sem, seq)...)
+	}
 	run := func(count int) {
+		if pipe <= 1 {
+			for range count {
+				seq++
+				for _, st := range v.steps {
+					if err := c.Do(ctx, cmdOf(st, seq)...).Err(); err != nil && err != redis.Nil {
+						fail("variant %s: %v", v.name, err)
+					}
+				}
+			}
+			return
+		}
 		for done := 0; done < count; {
 			p := c.Pipeline()
 			for k := 0; k < pipe && done < count; k++ {
 				seq++
 				for _, st := range v.steps {
-					cmd := "evalsha"
-					if isFunc(st.role) {
-						cmd = "fcall"
-					}
-					p.Do(ctx, append([]any{cmd, st.sha}, argsFor(st.role, sem, seq)...)...)
+					p.Do(ctx, cmdOf(st, seq)...)
 				}
 				done++
 			}
