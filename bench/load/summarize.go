@@ -128,8 +128,11 @@ func seedRatios(w io.Writer, order []string, groups map[string][]result) {
 	header := false
 	for _, l := range labels {
 		i := strings.LastIndex(l, "-")
-		seed, ok := byLabel[l[:max(i, 0)]+"-seed"]
-		if i < 0 || !ok || strings.HasSuffix(l, "-seed") {
+		if i < 0 || l[i+1:] == "seed" {
+			continue
+		}
+		seed, ok := byLabel[l[:i]+"-seed"]
+		if !ok {
 			continue
 		}
 		base := map[int]float64{}
