@@ -125,8 +125,8 @@
 //     starved by lighter ones elsewhere (it waits for the others' holders
 //     to drain, as a heavy request at the head of the default mode's
 //     queue does).
-//   - A share has a lease of WithDefaultLeaseTTL (WithLeaseTTL is checked
-//     and otherwise ignored), renewed by the heartbeat. A killed process's
+//   - A share has a lease of WithDefaultLeaseTTL (a per-call WithLeaseTTL
+//     is refused), renewed by the heartbeat. A killed process's
 //     share comes back when its lease ends. When renewal has failed for
 //     longer than the lease, or Redis answers that the share is gone (its
 //     lease ended, or a failover lost it), Lost is closed on every permit

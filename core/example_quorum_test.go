@@ -12,8 +12,9 @@ import (
 // A handler holds a permit of a reentrant semaphore of one permit and calls
 // a helper that acquires the same semaphore: the helper's Acquire nests in
 // the handler's permit instead of waiting for it forever.
-func ExampleWithReentrant() {
-	sem := core.NewLocal(1, core.WithReentrant())
+func ExampleReentrant() {
+	backend := core.NewLocal(1)
+	sem := core.Reentrant(backend)
 	ctx := context.Background()
 
 	helper := func(ctx context.Context) {
@@ -32,10 +33,10 @@ func ExampleWithReentrant() {
 		return
 	}
 	helper(core.ContextWithPermit(ctx, p))
-	st, _ := sem.Stats(ctx)
+	st, _ := backend.Stats(ctx)
 	fmt.Println("in use after the helper:", st.InUse)
 	_ = p.Release(ctx)
-	st, _ = sem.Stats(ctx)
+	st, _ = backend.Stats(ctx)
 	fmt.Println("in use after the outer release:", st.InUse)
 	// Output:
 	// helper runs with token true

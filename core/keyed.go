@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"io"
 	"sync"
 )
 
@@ -14,10 +15,15 @@ type KeyedSemaphore interface {
 	TryAcquire(ctx context.Context, key string, opts ...AcquireOption) (*Permit, error)
 }
 
-// keyedBackend is what a keyed semaphore needs of each per-key semaphore.
-type keyedBackend interface {
+// LimitSemaphore is a semaphore whose limit can be read and changed: what
+// a keyed semaphore needs of each key's semaphore. *Local and the network
+// backends implement it.
+type LimitSemaphore interface {
 	Semaphore
+	// SetLimit changes the limit for every holder of the semaphore.
 	SetLimit(ctx context.Context, limit int64) error
+	// Stats returns the limit in force, the permits in use and the
+	// queued waiters.
 	Stats(ctx context.Context) (Stats, error)
 }
 
@@ -41,10 +47,9 @@ type keyedBackend interface {
 type Keyed struct {
 	def     int64
 	maxIdle int
-	newSem  func(id keyID, label string, limit int64) keyedBackend // a *Local it returns is owned by its entry (see ref)
-	closeFn func() error
-
-	reentrant bool // WithReentrant
+	newSem  func(k Key, limit int64) LimitSemaphore // a *Local it returns is owned by its entry (see ref)
+	closeFn func() error                            // nil: close each key's semaphore (evicted or at Close)
+	closing sync.WaitGroup                          // closes of evicted semaphores, waited for by Close
 
 	mu      sync.Mutex
 	entries map[keyID]*keyedEntry
@@ -57,7 +62,7 @@ type Keyed struct {
 type keyedEntry struct {
 	k          *Keyed
 	key        keyID
-	sem        keyedBackend
+	sem        LimitSemaphore
 	local      *Local // sem, when it is a Local: its permits are e's (NewLocalKeyed)
 	refs       int
 	prev, next *keyedEntry // in k.idle while refs == 0 (an intrusive list: no allocation)
@@ -80,20 +85,19 @@ var _ KeyedSemaphore = (*Keyed)(nil)
 // entry. That keeps a keyed acquire at one allocation, as a plain Local's.
 func NewLocalKeyed(defaultLimit int64, opts ...Option) *Keyed {
 	cfg := buildConfig(opts)
-	lcfg := cfg
-	lcfg.reentrant = false // Keyed.do nests, matching the entry
-	return newKeyed(defaultLimit, cfg, func(_ keyID, label string, limit int64) keyedBackend {
-		return newLocal(label, limit, lcfg)
+	cfg.refuse("NewLocalKeyed", optsLocal&^optName|optsKeyed)
+	return newKeyed(defaultLimit, cfg, func(k Key, limit int64) LimitSemaphore {
+		return newLocal(k.Label, limit, cfg)
 	}, nil)
 }
 
-func newKeyed(def int64, cfg config, newSem func(keyID, string, int64) keyedBackend, closeFn func() error) *Keyed {
+func newKeyed(def int64, cfg config, newSem func(Key, int64) LimitSemaphore, closeFn func() error) *Keyed {
 	checkLimit("keyed semaphore default limit", def)
 	limits := make(map[keyID]int64, len(cfg.limits))
 	for k, v := range cfg.limits { // validated by buildConfig
 		limits[newKeyID(k).keep()] = v
 	}
-	k := &Keyed{def: def, maxIdle: cfg.maxIdle, reentrant: cfg.reentrant, newSem: newSem, closeFn: closeFn,
+	k := &Keyed{def: def, maxIdle: cfg.maxIdle, newSem: newSem, closeFn: closeFn,
 		entries: make(map[keyID]*keyedEntry), limits: limits}
 	k.idle.prev, k.idle.next = &k.idle, &k.idle
 	return k
@@ -112,18 +116,6 @@ func (k *Keyed) TryAcquire(ctx context.Context, key string, opts ...AcquireOptio
 }
 
 func (k *Keyed) do(ctx context.Context, key string, opts []AcquireOption, try bool) (*Permit, error) {
-	if k.reentrant {
-		w, err := nestedWeight(opts)
-		if err != nil {
-			return nil, err
-		}
-		if p, ok, err := reenter(ctx, true, key, w, func(o releaser) bool {
-			e, ok := o.(*keyedEntry)
-			return ok && e.k == k && e.key == newKeyID(key)
-		}); ok {
-			return p, err
-		}
-	}
 	e, err := k.ref(key)
 	if err != nil {
 		return nil, err
@@ -178,7 +170,7 @@ func (k *Keyed) ref(key string) (*keyedEntry, error) {
 			limit = k.def
 		}
 		id = id.keep()
-		e = &keyedEntry{k: k, key: id, sem: k.newSem(id, id.label(key), limit)}
+		e = &keyedEntry{k: k, key: id, sem: k.newSem(id.public(key), limit)}
 		if l, ok := e.sem.(*Local); ok {
 			// No permit of l exists yet, and l is not shared: from now
 			// on its permits are e's (see NewLocalKeyed).
@@ -197,19 +189,41 @@ func (k *Keyed) ref(key string) (*keyedEntry, error) {
 
 func (k *Keyed) unref(e *keyedEntry) {
 	k.mu.Lock()
-	defer k.mu.Unlock()
 	e.refs--
 	if e.refs > 0 || k.entries[e.key] != e {
+		k.mu.Unlock()
 		return
 	}
 	e.prev, e.next = &k.idle, k.idle.next
 	e.next.prev, k.idle.next = e, e
 	k.nIdle++
+	var evicted []LimitSemaphore
 	for k.nIdle > k.maxIdle {
 		old := k.idle.prev
 		old.unlink()
 		k.nIdle--
 		delete(k.entries, old.key)
+		if k.closeFn == nil && old.local == nil {
+			evicted = append(evicted, old.sem)
+		}
+	}
+	if len(evicted) > 0 {
+		// An evicted key's semaphore has no permit held nor waiter in
+		// this process. Closing it may do I/O: not in the caller's call.
+		k.closing.Add(1)
+		go func() {
+			defer k.closing.Done()
+			for _, s := range evicted {
+				closeSem(s)
+			}
+		}()
+	}
+	k.mu.Unlock()
+}
+
+func closeSem(s LimitSemaphore) {
+	if c, ok := s.(io.Closer); ok {
+		_ = c.Close()
 	}
 }
 
@@ -266,21 +280,20 @@ func (k *Keyed) Close() error {
 	k.closed = true
 	// Collect the semaphores under the lock: releases still running change
 	// k.entries (unref), and iterating it unlocked is a fatal map race.
-	var locals []*Local
+	var sems []LimitSemaphore
 	if k.closeFn == nil {
-		locals = make([]*Local, 0, len(k.entries))
+		sems = make([]LimitSemaphore, 0, len(k.entries))
 		for _, e := range k.entries {
-			if e.local != nil {
-				locals = append(locals, e.local)
-			}
+			sems = append(sems, e.sem)
 		}
 	}
 	k.mu.Unlock()
 	if k.closeFn != nil {
 		return k.closeFn()
 	}
-	for _, l := range locals {
-		_ = l.Close()
+	for _, s := range sems {
+		closeSem(s)
 	}
+	k.closing.Wait()
 	return nil
 }

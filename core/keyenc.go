@@ -117,3 +117,35 @@ func nameError(name string) error {
 	}
 	return nil
 }
+
+// Key is one key of a keyed semaphore, as the backend that makes the
+// key's semaphore sees it (see NewKeyed).
+type Key struct {
+	// Label is what observers, metrics and errors see of the key:
+	// KeyLabel(key), at most MaxKeyLen bytes.
+	Label string
+	id    keyID
+}
+
+// public returns the Key of id, the kept id of key.
+func (id keyID) public(key string) Key { return Key{Label: id.label(key), id: id} }
+
+// Name returns the name of the key's semaphore in the keyed semaphore
+// base: base + "#" + the key when the key is 1 to 64 bytes of
+// [A-Za-z0-9._/:-], else base + "##" + 32 hex digits of its SHA-256. For
+// example keyed "api" with key "tenant:vip" is "api#tenant:vip", and with
+// key "GET /x" it is "api##" + 32 hex digits. Since a plain name cannot
+// contain '#', no key can name another keyed semaphore's key or a plain
+// semaphore.
+func (k Key) Name(base string) string { return keyedName(base, k.id) }
+
+// HashedName returns base + "##" + 32 hex digits of the key's SHA-256,
+// whatever the key: for a backend whose names cannot hold every character
+// that Name keeps verbatim. It never equals Name of another key.
+func (k Key) HashedName(base string) string {
+	if k.id.hashed {
+		return base + string(keySep) + "#" + k.id.s[:32]
+	}
+	sum := sha256.Sum256([]byte(k.id.s))
+	return base + string(keySep) + "#" + hex.EncodeToString(sum[:16])
+}

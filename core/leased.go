@@ -16,7 +16,7 @@ type leased struct {
 	s    *Redis
 	pid  string   // this process's entry in the shares hash
 	keys []string // the shares hash, under the semaphore's hash tag
-	loc  *shareLocal
+	loc  *Share
 
 	wake chan struct{} // pokes the loop
 
@@ -43,7 +43,7 @@ var errShareOutage = errors.New("backend unreachable and no valid share")
 func newLeased(s *Redis) *leased {
 	tag := s.keys[0][:len(s.keys[0])-1] // prefix{name}:
 	return &leased{s: s, pid: s.b.newID(), keys: []string{tag + "ls"},
-		loc:  newShareLocal(s.name, s.limit, s.b.cfg),
+		loc:  newShare(s.name, s.limit, s.b.cfg),
 		wake: make(chan struct{}, 1), held: make(map[*Permit]bool),
 		waiting: make(map[*waitCancel]struct{}), beatDone: make(chan struct{})}
 }
@@ -65,8 +65,8 @@ func (l *leased) acquire(ctx context.Context, try bool, opts []AcquireOption) (*
 	if err != nil {
 		return nil, err
 	}
-	if p, ok, err := reenter(ctx, s.b.cfg.reentrant, s.name, a.weight, func(o releaser) bool { return o == l }); ok {
-		return p, err
+	if a.ttlSet {
+		return nil, invalid("WithLeaseTTL on %q: in the leased-shares mode every permit has its process's share's lease", s.name)
 	}
 	if ctx.Err() != nil {
 		return nil, ctxError(ctx, s.name)
@@ -74,7 +74,7 @@ func (l *leased) acquire(ctx context.Context, try bool, opts []AcquireOption) (*
 	if s.b.isClosed() {
 		return nil, ErrClosed
 	}
-	if p, err := l.loc.loc.TryAcquire(ctx, opts...); err == nil {
+	if p, err := l.loc.TryAcquire(ctx, opts...); err == nil {
 		return l.hold(ctx, p, true)
 	} else if !errors.Is(err, ErrNoPermit) {
 		return nil, err
@@ -126,7 +126,7 @@ func (l *leased) wait(ctx context.Context, try bool, opts []AcquireOption) (*Per
 				return nil, ctxError(ctx, l.s.name)
 			}
 		}
-		p, err := l.loc.loc.TryAcquire(ctx, opts...)
+		p, err := l.loc.TryAcquire(ctx, opts...)
 		if err != nil && !errors.Is(err, ErrClosed) {
 			l.mu.Lock()
 			outage := l.outage()
@@ -143,7 +143,7 @@ func (l *leased) wait(ctx context.Context, try bool, opts []AcquireOption) (*Per
 	l.mu.Lock()
 	l.waiting[w] = struct{}{}
 	l.mu.Unlock()
-	p, err := l.loc.loc.Acquire(wctx, opts...)
+	p, err := l.loc.Acquire(wctx, opts...)
 	l.mu.Lock()
 	delete(l.waiting, w)
 	l.mu.Unlock()

@@ -91,17 +91,17 @@ func (l *leased) beat(st *beatState) time.Duration {
 	l.beatGen++
 	gen := l.beatGen
 	l.mu.Unlock()
-	ls := l.loc.state()
-	inUse, waiting := ls.inUse, ls.waitN
-	demand = max(demand, inUse+ls.waitW)
+	ls := l.loc.State()
+	inUse, waiting := ls.InUse, ls.WaitN
+	demand = max(demand, inUse+ls.WaitW)
 	l.mu.Lock()
 	l.reported = demand
 	l.mu.Unlock()
-	keep := max(inUse, ls.share)
+	keep := max(inUse, ls.Share)
 	sent := time.Now()
 	st.last = sent
 	r, err := l.runWithin(context.Background(), ttl/3, "beat",
-		shareArgs{demand: demand, keep: keep, inUse: inUse, waiting: waiting, need: ls.head})
+		shareArgs{demand: demand, keep: keep, inUse: inUse, waiting: waiting, need: ls.Head})
 	defer l.beaten(gen)
 	if err != nil {
 		b.report(l.s.label, unavailable("renew share", l.s.name, err))
@@ -111,7 +111,7 @@ func (l *leased) beat(st *beatState) time.Duration {
 			// The lease may have ended in Redis: grant nothing more and
 			// tell the holders.
 			st.registered, st.share = false, 0
-			l.loc.set(l.loc.state().limit, 0)
+			l.loc.Set(l.loc.State().Limit, 0)
 		}
 		l.setDown(down && !st.registered, err)
 		if lose {
@@ -126,12 +126,12 @@ func (l *leased) beat(st *beatState) time.Duration {
 			// covered the permits held was gone.
 			l.loseAll()
 		}
-		l.loc.raiseTokens(r.epoch << 32)
+		l.loc.RaiseTokens(r.epoch << 32)
 		st.epoch = r.epoch
 	}
 	st.registered, st.share, st.lastOK = true, r.share, sent
 	local := min(r.share, r.target)
-	l.loc.set(r.limit, local)
+	l.loc.Set(r.limit, local)
 	l.mu.Lock()
 	l.shrink = r.share > local
 	l.down = false
@@ -206,7 +206,7 @@ func (l *leased) shutdown() {
 	l.mu.Lock()
 	l.closed = true
 	l.mu.Unlock()
-	_ = l.loc.loc.Close()
+	_ = l.loc.Close()
 	l.mu.Lock()
 	holding := len(l.held) > 0
 	l.mu.Unlock()

@@ -72,8 +72,8 @@ func (l *leased) stats(ctx context.Context) (Stats, error) {
 	if err != nil {
 		return Stats{}, unavailable("stats", l.s.name, err)
 	}
-	ls := l.loc.state()
-	inUse, waiting := ls.inUse, ls.waitN
+	ls := l.loc.State()
+	inUse, waiting := ls.InUse, ls.WaitN
 	l.mu.Lock()
 	for p, lost := range l.held {
 		if lost {
@@ -92,7 +92,7 @@ func (l *leased) setLimit(ctx context.Context, limit int64) error {
 		l.s.b.report(l.s.label, err)
 		return err
 	}
-	l.loc.set(r.limit, l.loc.state().share)
+	l.loc.Set(r.limit, l.loc.State().Share)
 	l.poke()
 	return nil
 }

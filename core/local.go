@@ -45,7 +45,9 @@ type Local struct {
 // NewLocal returns an in-process semaphore of limit permits. It panics
 // unless 0 < limit <= MaxLimit, or on a bad option (see Option).
 func NewLocal(limit int64, opts ...Option) *Local {
-	return newLocal("local", limit, buildConfig(opts))
+	cfg := buildConfig(opts)
+	cfg.refuse("NewLocal", optsLocal)
+	return newLocal(cfg.name, limit, cfg)
 }
 
 func newLocal(name string, limit int64, cfg config) *Local {
@@ -84,11 +86,6 @@ func (s *Local) acquire(ctx context.Context, try bool, opts []AcquireOption) (*P
 		}
 		n = a.weight
 	}
-	if s.cfg.reentrant {
-		if p, ok, err := reenter(ctx, true, s.name, n, s.isOwner); ok {
-			return p, err
-		}
-	}
 	done := ctx.Done()
 	if done != nil {
 		select {
@@ -117,9 +114,6 @@ func (s *Local) acquire(ctx context.Context, try bool, opts []AcquireOption) (*P
 	}
 	return s.acquireSlow(ctx, done, try, n)
 }
-
-// isOwner reports whether o owns s's permits: s, or its keyed entry.
-func (s *Local) isOwner(o releaser) bool { return o == s.plain.owner }
 
 // acquireSlow grants under mu, or queues.
 func (s *Local) acquireSlow(ctx context.Context, done <-chan struct{}, try bool, n int64) (*Permit, error) {

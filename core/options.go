@@ -6,13 +6,27 @@ import (
 	"time"
 )
 
-// Option configures a semaphore at construction (NewLocal, NewRedis and the
-// keyed constructors). Options that only make sense for the Redis backend
-// are ignored by the in-process one, but every option is validated by
-// every constructor, which panics with a "core: …" message naming the
-// option on a nil Option, a key prefix with '{' or '}', a default lease TTL
-// below 100ms, a negative WithMaxIdleKeys or a WithLimits limit outside
-// [1, MaxLimit].
+// Option configures a semaphore at construction. A constructor honours
+// every option it takes, and panics with a "core: …" message naming the
+// option on one it cannot honour:
+//
+//   - NewLocal takes WithObserver and WithDefaultLeaseTTL (checked only:
+//     its permits have no lease); NewLocalKeyed also WithLimits and
+//     WithMaxIdleKeys.
+//   - NewRedis takes WithKeyPrefix, WithDefaultLeaseTTL, WithObserver,
+//     WithFailurePolicy, WithOnError, WithOperationTimeout,
+//     WithCircuitBreaker, WithOutageGrace and WithLeasedShares;
+//     NewRedisKeyed also WithLimits and WithMaxIdleKeys.
+//   - NewQuorum and NewAllOf take NewRedis's options but WithLeasedShares,
+//     and WithClockDrift and WithMasterTimeout.
+//   - A backend outside this package (ResolveOptions) takes WithKeyPrefix,
+//     WithDefaultLeaseTTL, WithObserver, WithFailurePolicy and WithOnError,
+//     and its keyed constructor (NewKeyed) also WithLimits and
+//     WithMaxIdleKeys.
+//
+// Every constructor also panics on a nil Option, a key prefix with '{' or
+// '}', a default lease TTL below 100ms, a negative WithMaxIdleKeys or a
+// WithLimits limit outside [1, MaxLimit].
 type Option func(*config)
 
 type config struct {
@@ -25,14 +39,16 @@ type config struct {
 	maxIdle  int
 	fault    faultConfig // options_fault.go
 
-	reentrant    bool          // WithReentrant
 	quorumDrift  time.Duration // WithClockDrift
 	quorumAnswer time.Duration // WithMasterTimeout
 	leased       bool          // WithLeasedShares
+
+	name  string // WithName
+	given optSet // the options given, for refuse
 }
 
 func defaultConfig() config {
-	return config{prefix: "distsem:", leaseTTL: 10 * time.Second, policy: FailClosed, maxIdle: 4096}
+	return config{name: "local", prefix: "distsem:", leaseTTL: 10 * time.Second, policy: FailClosed, maxIdle: 4096}
 }
 
 // MaxLimit is the largest limit, weight or fallback size a semaphore
@@ -98,7 +114,9 @@ func limitError(limit int64) error {
 
 // WithKeyPrefix sets the prefix of every Redis key and pub/sub channel.
 // The default is "distsem:". The prefix must not contain '{' or '}'.
-func WithKeyPrefix(prefix string) Option { return func(c *config) { c.prefix = prefix } }
+func WithKeyPrefix(prefix string) Option {
+	return func(c *config) { c.prefix = prefix; c.given |= optKeyPrefix }
+}
 
 // WithDefaultLeaseTTL sets the lease of permits acquired without
 // WithLeaseTTL. A holder whose process dies gives its permit back at most
@@ -108,30 +126,49 @@ func WithKeyPrefix(prefix string) Option { return func(c *config) { c.prefix = p
 // is 100ms, on both backends (the in-process one has no leases, but checks
 // the same rule so that code moves between backends unchanged): a
 // constructor given less panics.
-func WithDefaultLeaseTTL(d time.Duration) Option { return func(c *config) { c.leaseTTL = d } }
+func WithDefaultLeaseTTL(d time.Duration) Option {
+	return func(c *config) { c.leaseTTL = d; c.given |= optLeaseTTL }
+}
+
+// WithName names an in-process semaphore (NewLocal) in its events
+// (Event.Name) and errors. The default is "local". Keyed semaphores name
+// each key's semaphore by its key instead.
+func WithName(name string) Option {
+	return func(c *config) { c.name = name; c.given |= optName }
+}
 
 // WithObserver sets the hook that receives every Event. The default is none.
 // The observer is called synchronously and must not block.
-func WithObserver(o Observer) Option { return func(c *config) { c.observer = o } }
+func WithObserver(o Observer) Option {
+	return func(c *config) { c.observer = o; c.given |= optObserver }
+}
 
 // WithFailurePolicy sets what Acquire and TryAcquire do when the backend
 // cannot be reached. The default is FailClosed.
-func WithFailurePolicy(p FailurePolicy) Option { return func(c *config) { c.policy = p } }
+func WithFailurePolicy(p FailurePolicy) Option {
+	return func(c *config) { c.policy = p; c.given |= optPolicy }
+}
 
 // WithOnError sets a hook called with every backend error, whatever the
 // failure policy does with it. The default is none. It must not block.
-func WithOnError(f func(error)) Option { return func(c *config) { c.onError = f } }
+func WithOnError(f func(error)) Option {
+	return func(c *config) { c.onError = f; c.given |= optOnError }
+}
 
-// WithLimits gives keyed semaphores per-key limits that override the
-// default limit. The default is no overrides. Ignored by NewLocal and
-// NewRedis.
-func WithLimits(limits map[string]int64) Option { return func(c *config) { c.limits = limits } }
+// WithLimits gives a keyed semaphore per-key limits that override the
+// default limit. The default is no overrides. Only keyed constructors take
+// it.
+func WithLimits(limits map[string]int64) Option {
+	return func(c *config) { c.limits = limits; c.given |= optLimits }
+}
 
 // WithMaxIdleKeys bounds how many idle per-key semaphores a keyed semaphore
 // keeps in memory; older idle keys are dropped and created again on next
 // use. The default is 4096; 0 keeps no idle key; a negative n makes the
-// constructor panic. Ignored by NewLocal and NewRedis.
-func WithMaxIdleKeys(n int) Option { return func(c *config) { c.maxIdle = n } }
+// constructor panic. Only keyed constructors take it.
+func WithMaxIdleKeys(n int) Option {
+	return func(c *config) { c.maxIdle = n; c.given |= optMaxIdle }
+}
 
 // AcquireOption configures one Acquire or TryAcquire call.
 type AcquireOption func(*acquireConfig)
@@ -139,6 +176,7 @@ type AcquireOption func(*acquireConfig)
 type acquireConfig struct {
 	weight int64
 	ttl    time.Duration
+	ttlSet bool // WithLeaseTTL was given
 
 	queued func() // called when a Redis waiter has queued (Quorum)
 }
@@ -150,9 +188,13 @@ func WithWeight(n int64) AcquireOption { return func(a *acquireConfig) { a.weigh
 
 // WithLeaseTTL sets the lease of this permit. The default is the
 // semaphore's WithDefaultLeaseTTL. A TTL below 100ms fails the call with an
-// ErrInvalidArgument error on both backends; the in-process backend checks
-// it and otherwise ignores it (its permits have no lease).
-func WithLeaseTTL(d time.Duration) AcquireOption { return func(a *acquireConfig) { a.ttl = d } }
+// ErrInvalidArgument error. A Local permit has no lease, so it is never
+// lost whatever the TTL; a backend whose permits share one lease (the
+// leased-shares mode, Consul's session) refuses the call with an
+// ErrInvalidArgument error.
+func WithLeaseTTL(d time.Duration) AcquireOption {
+	return func(a *acquireConfig) { a.ttl, a.ttlSet = d, true }
+}
 
 const minLeaseTTL = 100 * time.Millisecond
 

@@ -29,7 +29,7 @@ const (
 // meanwhile, the dial error (a *net.OpError such as "connection refused")
 // instead. The default is 1s.
 func WithOperationTimeout(d time.Duration) Option {
-	return func(c *config) { c.fault.opTimeout = d }
+	return func(c *config) { c.fault.opTimeout = d; c.given |= optOpTimeout }
 }
 
 // WithCircuitBreaker opens the breaker after failures consecutive backend
@@ -42,6 +42,7 @@ func WithOperationTimeout(d time.Duration) Option {
 // breaker.
 func WithCircuitBreaker(failures int, cooldown time.Duration) Option {
 	return func(c *config) {
+		c.given |= optBreaker
 		c.fault.failures = failures
 		if failures <= 0 {
 			c.fault.failures = -1
@@ -59,7 +60,7 @@ func WithCircuitBreaker(failures int, cooldown time.Duration) Option {
 // + the operation timeout + d after Redis went silent. A waiter's ctx still
 // bounds it. The default is the smaller of 2s and TTL/3.
 func WithOutageGrace(d time.Duration) Option {
-	return func(c *config) { c.fault.outageGrace = d }
+	return func(c *config) { c.fault.outageGrace = d; c.given |= optOutageGrace }
 }
 
 // resolve fills in the defaults.

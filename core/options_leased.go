@@ -19,6 +19,12 @@ package core
 // small limit (NewRedisKeyed with limit 1 per key, say), where each
 // semaphore's few permits must rotate between processes through Redis at
 // the heartbeat's pace: 29–256 grants/s over 10 to 10,000 semaphores of
-// limit 1 in bench/RESULTS.md §4 (run 11), against 11,000–14,600 in the
-// default mode. Ignored by NewLocal, NewQuorum and NewAllOf.
-func WithLeasedShares() Option { return func(c *config) { c.leased = true } }
+// limit 1 (bench/RESULTS.md), against 11,000–14,600 in the default
+// mode. Only NewRedis and NewRedisKeyed take it.
+//
+// All permits of a process share its share's lease, so a per-call
+// WithLeaseTTL is refused with an ErrInvalidArgument error, and permits
+// have no ID that another process could adopt or release.
+func WithLeasedShares() Option {
+	return func(c *config) { c.leased = true; c.given |= optLeased }
+}

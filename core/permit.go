@@ -47,7 +47,8 @@ type Permit struct {
 }
 
 type permitExt struct {
-	owner   releaser
+	owner   releaser      // nil for a permit of a backend outside this package: see ext
+	ext     Releaser      // the Releaser given to NewPermit; nil for this package's permits
 	lost    chan struct{} // nil: the lease can never be lost
 	inner   *Permit       // the wrapped permit: a Redis key's (Keyed), the held one (nested), the local share's (leased)
 	id      string        // backend handle (Redis member); empty for Local
@@ -117,6 +118,9 @@ func (p *Permit) Release(ctx context.Context) error {
 	}
 	if ctx == nil {
 		ctx = context.Background()
+	}
+	if p.ext != nil {
+		return p.ext.ReleasePermit(ctx, p)
 	}
 	return p.owner.release(ctx, p)
 }

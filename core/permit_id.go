@@ -73,6 +73,16 @@ func (p *Permit) SetLeaseTTL(ctx context.Context, ttl time.Duration) error {
 	if p.lost == nil {
 		return nil
 	}
+	if p.ext != nil {
+		ls, ok := p.ext.(LeaseSetter)
+		if !ok {
+			return invalid("this permit's backend cannot change its lease")
+		}
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		return ls.SetPermitLease(ctx, p, ttl)
+	}
 	ls, ok := p.owner.(leaseSetter)
 	if !ok {
 		return invalid("this permit's backend cannot change its lease")

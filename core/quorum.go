@@ -152,6 +152,11 @@ func newQuorum(clients []redis.UniversalClient, name string, limit int64, all bo
 		panic("core: NewQuorum expects at least one client")
 	}
 	cfg := buildConfig(opts)
+	if all {
+		cfg.refuse("NewAllOf", optsQuorum)
+	} else {
+		cfg.refuse("NewQuorum", optsQuorum)
+	}
 	checkName(name)
 	clients = ordered(clients)
 	q := &Quorum{name: name, limit: limit, all: all, cfg: cfg, stop: make(chan struct{}),
@@ -162,7 +167,6 @@ func newQuorum(clients []redis.UniversalClient, name string, limit int64, all bo
 		}
 		nodeCfg := cfg
 		nodeCfg.policy = FailClosed
-		nodeCfg.reentrant = false
 		nodeCfg.leased = false                          // a quorum decides on every node: no leased shares
 		nodeCfg.observer = ObserverFunc(func(e Event) { // backend errors only: the quorum reports the rest
 			if e.Kind == EventBackendError {
@@ -198,15 +202,19 @@ func ordered(clients []redis.UniversalClient) []redis.UniversalClient {
 // of the clocks of this process and of the masters over one lease, taken
 // off the validity window of a quorum grant (NewQuorum, NewAllOf). The
 // default is Redlock's: 1% of the lease TTL plus 2ms, with d = 0 meaning
-// that default. Ignored by the other semaphores.
-func WithClockDrift(d time.Duration) Option { return func(c *config) { c.quorumDrift = d } }
+// that default. Only NewQuorum and NewAllOf take it.
+func WithClockDrift(d time.Duration) Option {
+	return func(c *config) { c.quorumDrift = d; c.given |= optClockDrift }
+}
 
 // WithMasterTimeout sets how long a quorum Acquire (NewQuorum, NewAllOf)
 // waits for a master to answer its request (grant it, or queue it) before
 // it skips that master as down or stalled and asks the next one. A master
 // that queued the request is waited for as long as ctx allows. The default
-// is a tenth of the lease TTL. Ignored by the other semaphores.
-func WithMasterTimeout(d time.Duration) Option { return func(c *config) { c.quorumAnswer = d } }
+// is a tenth of the lease TTL. Only NewQuorum and NewAllOf take it.
+func WithMasterTimeout(d time.Duration) Option {
+	return func(c *config) { c.quorumAnswer = d; c.given |= optMasterTimeout }
+}
 
 // quorum returns how many masters must grant a permit: all of them for
 // NewAllOf; for NewQuorum the smallest q with q·(L+1) > N·L, for N masters

@@ -51,12 +51,6 @@ func (q *Quorum) acquire(ctx context.Context, try bool, opts []AcquireOption) (*
 	if err != nil {
 		return nil, err
 	}
-	if p, ok, err := reenter(ctx, q.cfg.reentrant, q.name, a.weight, func(o releaser) bool {
-		h, ok := o.(*quorumHold)
-		return ok && h.q == q
-	}); ok {
-		return p, err
-	}
 	if ctx.Err() != nil {
 		return nil, ctxError(ctx, q.name)
 	}

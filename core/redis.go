@@ -48,10 +48,10 @@ var _ Semaphore = (*Redis)(nil)
 // a refused connection (see WithOperationTimeout).
 func NewRedis(client redis.UniversalClient, name string, limit int64, opts ...Option) *Redis {
 	cfg := buildConfig(opts)
-	b := newRedisBackend(client, cfg)
+	cfg.refuse("NewRedis", optsRedis)
 	checkName(name)
 	checkLimit("NewRedis limit", limit)
-	return b.semaphore(name, limit, true)
+	return newRedisBackend(client, cfg).semaphore(name, limit, true)
 }
 
 // NewRedisKeyed returns one Redis semaphore per key, all sharing one
@@ -69,13 +69,15 @@ func NewRedis(client redis.UniversalClient, name string, limit int64, opts ...Op
 // minute after their last use unless SetLimit pinned them.)
 func NewRedisKeyed(client redis.UniversalClient, name string, defaultLimit int64, opts ...Option) *Keyed {
 	cfg := buildConfig(opts)
-	b := newRedisBackend(client, cfg)
+	cfg.refuse("NewRedisKeyed", optsRedis|optsKeyed)
 	checkName(name)
-	return newKeyed(defaultLimit, cfg, func(id keyID, label string, limit int64) keyedBackend {
-		s := b.semaphore(keyedName(name, id), limit, false)
-		s.label = label
+	checkLimit("NewRedisKeyed default limit", defaultLimit)
+	b := newRedisBackend(client, cfg)
+	return newKeyed(defaultLimit, cfg, func(k Key, limit int64) LimitSemaphore {
+		s := b.semaphore(k.Name(name), limit, false)
+		s.label = k.Label
 		if s.leased != nil {
-			s.leased.loc.loc.name = label // what observers see, as in the default mode
+			s.leased.loc.loc.name = k.Label // what observers see, as in the default mode
 		}
 		return s
 	}, b.close)

@@ -16,9 +16,6 @@ func (s *Redis) acquire(ctx context.Context, try bool, opts []AcquireOption) (*P
 	if err != nil {
 		return nil, err
 	}
-	if p, ok, err := reenter(ctx, s.b.cfg.reentrant, s.name, a.weight, s.owns); ok {
-		return p, err
-	}
 	if ctx.Err() != nil {
 		return nil, ctxError(ctx, s.name)
 	}

@@ -1,41 +1,124 @@
 package core
 
-import (
-	"context"
-	"sync/atomic"
-)
+import "context"
 
 // Reentrant permits. Redisson counts the re-entries of a lock per thread;
 // Go has no thread identity, so the permit travels in the ctx instead:
 //
-//	p, err := sem.Acquire(ctx) // sem built WithReentrant
+//	sem := core.Reentrant(backend)
+//	p, err := sem.Acquire(ctx)
 //	...
 //	ctx = core.ContextWithPermit(ctx, p)
 //	helper(ctx) // calls sem.Acquire(ctx) again: nested, does not wait
 //
 // The adapters (httpmw, grpcmw, echomw through core/admit) put their
 // permit into the request ctx, so a handler limited by the middleware can
-// call code that acquires the same semaphore.
+// call code that acquires the same semaphore, when both use the same
+// reentrant wrapper.
 
-// WithReentrant makes Acquire and TryAcquire of the semaphore return a
-// nested permit at once, without waiting or any backend round trip, when
-// ctx already holds one of its permits (put there by ContextWithPermit).
-// A nested permit shares the held permit's lease, token, GrantedAt and
+// Reentrant returns a semaphore that acquires from s, except that Acquire
+// and TryAcquire return a nested permit at once, without waiting or any
+// backend round trip, when ctx already holds a permit of the returned
+// semaphore (put there by ContextWithPermit). It works the same over every
+// backend.
+//
+// A nested permit shares the held permit's lease, token, ID, GrantedAt and
 // Lost channel, and its Release does nothing: only the outermost Release
 // (of the permit that Acquire granted for real) returns the permit. A
 // nested request heavier than the held permit fails with an
-// ErrInvalidArgument error, and WithLeaseTTL is ignored (the lease is the
-// held permit's); a held permit that was released or lost is ignored and
-// the call acquires normally.
+// ErrInvalidArgument error, and WithLeaseTTL is not applied (the lease is
+// the held permit's); a held permit that was released or lost is skipped
+// and the call acquires from s.
 //
 // Reentry follows the ctx, not the goroutine: goroutines that share a ctx
 // holding a permit all enter under that one permit and are not limited
 // against each other. Give a goroutine that must count on its own a ctx
 // from WithoutPermits.
 //
-// The default is off: a second Acquire in the same ctx waits like any
-// other, and at limit 1 waits for itself forever (until ctx ends).
-func WithReentrant() Option { return func(c *config) { c.reentrant = true } }
+// A permit nests only in permits of the same wrapper: wrap s once, and
+// give that wrapper to every caller and adapter that should nest. Without
+// it, a second Acquire in the same ctx waits like any other, and at limit
+// 1 waits for itself until ctx ends. Each outermost permit costs one
+// allocation more than s's own. Manage s itself (SetLimit, Stats, Close)
+// as before.
+func Reentrant(s Semaphore) Semaphore {
+	if s == nil {
+		panic("core: Reentrant expects a non-nil Semaphore")
+	}
+	return &reentrant{s: s}
+}
+
+// ReentrantKeyed is Reentrant for a keyed semaphore: a permit nests only in
+// a held permit of the same key, acquired through the same wrapper.
+func ReentrantKeyed(k KeyedSemaphore) KeyedSemaphore {
+	if k == nil {
+		panic("core: ReentrantKeyed expects a non-nil KeyedSemaphore")
+	}
+	return &reentrantKeyed{k: k}
+}
+
+type reentrant struct{ s Semaphore }
+
+func (r *reentrant) Acquire(ctx context.Context, opts ...AcquireOption) (*Permit, error) {
+	return r.acquire(ctx, opts, r.s.Acquire)
+}
+
+func (r *reentrant) TryAcquire(ctx context.Context, opts ...AcquireOption) (*Permit, error) {
+	return r.acquire(ctx, opts, r.s.TryAcquire)
+}
+
+func (r *reentrant) acquire(ctx context.Context, opts []AcquireOption, get func(context.Context, ...AcquireOption) (*Permit, error)) (*Permit, error) {
+	if p, ok, err := reenter(ctx, opts, func(o releaser) bool { return o == r }); ok {
+		return p, err
+	}
+	p, err := get(ctx, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return wrapPermit(r, p), nil
+}
+
+// release gives back the permit that p wraps.
+func (r *reentrant) release(ctx context.Context, p *Permit) error { return p.inner.Release(ctx) }
+
+type reentrantKeyed struct{ k KeyedSemaphore }
+
+// keyedNest owns the outermost permits of one key of a reentrantKeyed.
+type keyedNest struct {
+	r   *reentrantKeyed
+	key string
+}
+
+func (n *keyedNest) release(ctx context.Context, p *Permit) error { return p.inner.Release(ctx) }
+
+func (r *reentrantKeyed) Acquire(ctx context.Context, key string, opts ...AcquireOption) (*Permit, error) {
+	return r.acquire(ctx, key, opts, r.k.Acquire)
+}
+
+func (r *reentrantKeyed) TryAcquire(ctx context.Context, key string, opts ...AcquireOption) (*Permit, error) {
+	return r.acquire(ctx, key, opts, r.k.TryAcquire)
+}
+
+func (r *reentrantKeyed) acquire(ctx context.Context, key string, opts []AcquireOption,
+	get func(context.Context, string, ...AcquireOption) (*Permit, error)) (*Permit, error) {
+	if p, ok, err := reenter(ctx, opts, func(o releaser) bool {
+		n, ok := o.(*keyedNest)
+		return ok && n.r == r && n.key == key
+	}); ok {
+		return p, err
+	}
+	p, err := get(ctx, key, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return wrapPermit(&keyedNest{r: r, key: key}, p), nil
+}
+
+// wrapPermit returns a permit owned by o around p: it shares p's weight,
+// token, lease and Lost channel, and o's release gives p back.
+func wrapPermit(o releaser, p *Permit) *Permit {
+	return newPermit(permitExt{owner: o, lost: p.lost, inner: p, grantUS: p.grantUS}, p.weight, p.token)
+}
 
 type permitsKey struct{}
 
@@ -61,9 +144,9 @@ func held(ctx context.Context) *permitCtx {
 }
 
 // ContextWithPermit returns a copy of ctx that holds p, so that an Acquire
-// of p's semaphore built WithReentrant with that ctx (or one derived from
-// it) nests inside p. A nested permit stands for its outermost permit. A nil
-// p returns ctx unchanged.
+// of a Reentrant semaphore that granted p, with that ctx (or one derived
+// from it), nests inside p. A nested permit stands for its outermost
+// permit. A nil p returns ctx unchanged.
 func ContextWithPermit(ctx context.Context, p *Permit) context.Context {
 	if p == nil {
 		return ctx
@@ -107,29 +190,26 @@ func outermost(p *Permit) *Permit {
 	return p
 }
 
-// reenter returns a nested permit when on is set and ctx holds a live
-// permit whose owner satisfies same. ok reports whether the call was
-// answered (with a permit or an error); if not, the caller acquires.
-func reenter(ctx context.Context, on bool, name string, weight int64, same func(releaser) bool) (p *Permit, ok bool, err error) {
-	if !on {
-		return nil, false, nil
-	}
+// reenter returns a nested permit when ctx holds a live permit whose owner
+// satisfies same. ok reports whether the call was answered (with a permit
+// or an error); if not, the caller acquires.
+func reenter(ctx context.Context, opts []AcquireOption, same func(releaser) bool) (p *Permit, ok bool, err error) {
 	for h := held(ctx); h != nil && h.p != nil; h = h.next {
 		held := h.p
 		if !same(held.owner) || held.Released() || isClosed(held.lost) {
 			continue
 		}
-		if ctx.Err() != nil {
-			return nil, true, ctxError(ctx, name)
+		weight, err := nestedWeight(opts)
+		if err != nil {
+			return nil, true, err
 		}
-		if weight <= 0 {
-			return nil, true, invalid("weight %d must be positive", weight)
+		if ctx.Err() != nil {
+			return nil, true, ctxError(ctx, "nested")
 		}
 		if weight > held.weight {
-			return nil, true, invalid("nested acquire of weight %d exceeds the weight %d held in ctx for %q", weight, held.weight, name)
+			return nil, true, invalid("nested acquire of weight %d exceeds the weight %d held in ctx", weight, held.weight)
 		}
-		return newPermit(permitExt{owner: nestedOwner{}, inner: held, id: held.id,
-			ttl: atomic.LoadInt64(&held.ttl), lost: held.lost, grantUS: held.grantUS}, weight, held.token), true, nil
+		return newPermit(permitExt{owner: nestedOwner{}, inner: held, lost: held.lost, grantUS: held.grantUS}, weight, held.token), true, nil
 	}
 	return nil, false, nil
 }
@@ -146,16 +226,9 @@ func isClosed(c <-chan struct{}) bool {
 	}
 }
 
-// owns reports whether o is s or its fail-local fallback.
-func (s *Redis) owns(o releaser) bool {
-	return o == s || (s.fallback != nil && o == s.fallback)
-}
-
 // nestedWeight is the weight opts ask for (1 if they do not say). A nil
-// option is an ErrInvalidArgument error here, since a nested acquire never
-// reaches the backend's own check; other bad values are refused by reenter
-// or by the backend. With no options it allocates nothing; with some, the
-// config escapes to them (24 bytes).
+// option, or a weight outside [1, MaxLimit], is an ErrInvalidArgument
+// error: a nested acquire never reaches the backend's own check.
 func nestedWeight(opts []AcquireOption) (int64, error) {
 	if len(opts) == 0 {
 		return 1, nil
@@ -166,6 +239,9 @@ func nestedWeight(opts []AcquireOption) (int64, error) {
 			return 0, invalid("nil AcquireOption")
 		}
 		o(&a)
+	}
+	if a.weight <= 0 || a.weight > MaxLimit {
+		return 0, invalid("weight %d must be in [1, %d]", a.weight, MaxLimit)
 	}
 	return a.weight, nil
 }

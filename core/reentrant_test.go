@@ -10,9 +10,8 @@ import (
 	"github.com/distsem/distsem/core"
 )
 
-// reentrantSems lists one semaphore per backend, all built WithReentrant,
-// seen through the Semaphore interface plus Stats. Keyed semaphores are
-// wrapped on one key.
+// reentrantSems lists one semaphore per backend, seen through the
+// Semaphore interface plus Stats. Keyed semaphores are seen on one key.
 func reentrantSems() map[string]func(t *testing.T, limit int64, opts ...core.Option) sem {
 	m := map[string]func(*testing.T, int64, ...core.Option) sem{}
 	for _, b := range backends() {
@@ -43,11 +42,37 @@ func (s keyedOne) Stats(ctx context.Context) (core.Stats, error) { return s.k.St
 func (s keyedOne) SetLimit(ctx context.Context, n int64) error   { return s.k.SetLimit(ctx, s.key, n) }
 func (s keyedOne) Close() error                                  { return s.k.Close() }
 
-func forEachReentrant(t *testing.T, f func(t *testing.T, newSem func(limit int64, opts ...core.Option) sem)) {
+// reentrantSem is a semaphore acquired through core.Reentrant and managed
+// (Stats, SetLimit, Close) through the semaphore it wraps.
+type reentrantSem struct {
+	core.Semaphore
+	sem
+}
+
+func (r reentrantSem) Acquire(ctx context.Context, o ...core.AcquireOption) (*core.Permit, error) {
+	return r.Semaphore.Acquire(ctx, o...)
+}
+
+func (r reentrantSem) TryAcquire(ctx context.Context, o ...core.AcquireOption) (*core.Permit, error) {
+	return r.Semaphore.TryAcquire(ctx, o...)
+}
+
+// reent marks a semaphore of forEachReentrant's newSem as reentrant.
+const reent = true
+
+// forEachReentrant runs f on every backend; newSem(limit, true) returns a
+// semaphore wrapped by core.Reentrant, newSem(limit, false) the plain one.
+func forEachReentrant(t *testing.T, f func(t *testing.T, newSem func(limit int64, reentrant bool) sem)) {
 	for name, mk := range reentrantSems() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			f(t, func(limit int64, opts ...core.Option) sem { return mk(t, limit, opts...) })
+			f(t, func(limit int64, reentrant bool) sem {
+				s := mk(t, limit)
+				if !reentrant {
+					return s
+				}
+				return reentrantSem{core.Reentrant(s), s}
+			})
 		})
 	}
 }
@@ -57,8 +82,8 @@ func forEachReentrant(t *testing.T, f func(t *testing.T, newSem func(limit int64
 const generous = 10 * time.Second
 
 func TestReentrantNestedAcquireDoesNotDeadlock(t *testing.T) {
-	forEachReentrant(t, func(t *testing.T, newSem func(int64, ...core.Option) sem) {
-		s := newSem(1, core.WithReentrant())
+	forEachReentrant(t, func(t *testing.T, newSem func(int64, bool) sem) {
+		s := newSem(1, reent)
 		outer := acquire(t, s)
 		ctx, cancel := context.WithTimeout(core.ContextWithPermit(context.Background(), outer), generous)
 		defer cancel()
@@ -96,11 +121,11 @@ func TestReentrantNestedAcquireDoesNotDeadlock(t *testing.T) {
 }
 
 func TestReentrantNeedsAHolderCtx(t *testing.T) {
-	forEachReentrant(t, func(t *testing.T, newSem func(int64, ...core.Option) sem) {
+	forEachReentrant(t, func(t *testing.T, newSem func(int64, bool) sem) {
 		bg := context.Background()
-		s := newSem(1, core.WithReentrant())
-		other := newSem(1, core.WithReentrant()) // a different semaphore
-		plain := newSem(1)                       // not reentrant
+		s := newSem(1, reent)
+		other := newSem(1, reent) // a different semaphore
+		plain := newSem(1, false) // not reentrant
 		p := acquire(t, s)
 		q := acquire(t, plain)
 		holder := core.ContextWithPermit(core.ContextWithPermit(bg, p), q)
@@ -113,7 +138,7 @@ func TestReentrantNeedsAHolderCtx(t *testing.T) {
 			}
 		}
 		if _, err := plain.TryAcquire(holder); !errors.Is(err, core.ErrNoPermit) {
-			t.Fatalf("a semaphore without WithReentrant nested: %v", err)
+			t.Fatalf("a semaphore without Reentrant nested: %v", err)
 		}
 		// The holder's ctx holds nothing of another semaphore.
 		o := tryAcquire(t, other)
@@ -140,9 +165,9 @@ func TestReentrantNeedsAHolderCtx(t *testing.T) {
 // the permit is returned by the outermost Release only; a goroutine given
 // WithoutPermits counts on its own and waits.
 func TestReentrantSharedCtx(t *testing.T) {
-	forEachReentrant(t, func(t *testing.T, newSem func(int64, ...core.Option) sem) {
+	forEachReentrant(t, func(t *testing.T, newSem func(int64, bool) sem) {
 		bg := context.Background()
-		s := newSem(1, core.WithReentrant())
+		s := newSem(1, reent)
 		outer := acquire(t, s)
 		ctx := core.ContextWithPermit(bg, outer)
 		const n = 8

@@ -20,11 +20,11 @@ import (
 // request (WithContext).
 func TestHandlerCtxHoldsPermit(t *testing.T) {
 	for _, reentrant := range []bool{false, true} {
-		var opts []core.Option
+		base := core.NewLocalKeyed(1)
+		var sem core.KeyedSemaphore = base
 		if reentrant {
-			opts = append(opts, core.WithReentrant())
+			sem = core.ReentrantKeyed(base)
 		}
-		sem := core.NewLocalKeyed(1, opts...)
 		e := echo.New()
 		e.Use(echomw.Limit(sem))
 		var inCtx *core.Permit
@@ -48,9 +48,9 @@ func TestHandlerCtxHoldsPermit(t *testing.T) {
 		if rec.Code != http.StatusOK || inCtx == nil || inCtx.Token() == 0 || nested != nil {
 			t.Errorf("reentrant %v: status %d, permit in ctx %v, nested acquire: %v", reentrant, rec.Code, inCtx, nested)
 		}
-		if st, _ := sem.Stats(context.Background(), "GET /w"); st.InUse != 0 {
+		if st, _ := base.Stats(context.Background(), "GET /w"); st.InUse != 0 {
 			t.Errorf("reentrant %v: in use after the request: %d", reentrant, st.InUse)
 		}
-		sem.Close()
+		base.Close()
 	}
 }

@@ -23,8 +23,9 @@ func (s ctxStream) Context() context.Context { return s.ctx }
 // without waiting: the interceptor put its permit into their ctx.
 func TestServerHandlersReenter(t *testing.T) {
 	const method = "/svc/M"
-	sem := core.NewLocalKeyed(1, core.WithReentrant())
-	defer sem.Close()
+	base := core.NewLocalKeyed(1)
+	defer base.Close()
+	sem := core.ReentrantKeyed(base)
 	reenter := func(ctx context.Context) error {
 		p, err := sem.TryAcquire(ctx, method)
 		if err != nil {
@@ -42,7 +43,7 @@ func TestServerHandlersReenter(t *testing.T) {
 		func(_ any, ss grpc.ServerStream) error { return reenter(ss.Context()) }); err != nil {
 		t.Fatalf("stream handler: %v", err)
 	}
-	if got := coretest.InUse(t, sem, method); got != 0 {
+	if got := coretest.InUse(t, base, method); got != 0 {
 		t.Fatalf("in use after the calls = %d, want 0", got)
 	}
 }

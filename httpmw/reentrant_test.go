@@ -15,8 +15,9 @@ import (
 // acquires the same semaphore (limit 1, reentrant): it nests in the
 // request's permit instead of waiting for itself.
 func TestHandlerReenters(t *testing.T) {
-	sem := core.NewLocalKeyed(1, core.WithReentrant())
-	defer sem.Close()
+	base := core.NewLocalKeyed(1)
+	defer base.Close()
+	sem := core.ReentrantKeyed(base)
 	var token int64
 	h := httpmw.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
@@ -34,7 +35,7 @@ func TestHandlerReenters(t *testing.T) {
 	if rec.Code != http.StatusOK || token == 0 {
 		t.Fatalf("status %d (%s), token %d", rec.Code, rec.Body, token)
 	}
-	if st, _ := sem.Stats(context.Background(), "/a"); st.InUse != 0 {
+	if st, _ := base.Stats(context.Background(), "/a"); st.InUse != 0 {
 		t.Fatalf("in use after the request: %d", st.InUse)
 	}
 }

@@ -161,8 +161,8 @@ func (t Ticket) Permit() *core.Permit { return t.p }
 
 // Context returns ctx holding the ticket's permit (core.ContextWithPermit),
 // so that a handler given it can acquire the same semaphore again when the
-// semaphore was built with core.WithReentrant. The adapters pass it to the
-// handlers they run. The zero Ticket returns ctx unchanged.
+// semaphore is a core.Reentrant (or core.ReentrantKeyed) wrapper. The
+// adapters pass it to the handlers they run. The zero Ticket returns ctx unchanged.
 func (t Ticket) Context(ctx context.Context) context.Context { return core.ContextWithPermit(ctx, t.p) }
 
 // Key returns the key the ticket was admitted under.

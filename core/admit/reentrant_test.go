@@ -14,8 +14,9 @@ import (
 // the request's own ctx does not.
 func TestTicketContextReenters(t *testing.T) {
 	ctx := context.Background()
-	sem := core.NewLocalKeyed(1, core.WithReentrant())
-	defer sem.Close()
+	base := core.NewLocalKeyed(1)
+	defer base.Close()
+	sem := core.ReentrantKeyed(base)
 	ctl := admit.New(sem)
 	tk, err := ctl.Acquire(ctx, "/a")
 	if err != nil {
@@ -41,7 +42,7 @@ func TestTicketContextReenters(t *testing.T) {
 	if err := tk.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if st, _ := sem.Stats(ctx, "/a"); st.InUse != 0 {
+	if st, _ := base.Stats(ctx, "/a"); st.InUse != 0 {
 		t.Fatalf("in use after the ticket's release: %d", st.InUse)
 	}
 	if (admit.Ticket{}).Context(ctx) != ctx {

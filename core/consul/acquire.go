@@ -19,6 +19,9 @@ func (s *Semaphore) acquire(ctx context.Context, try bool, opts []core.AcquireOp
 	if err != nil {
 		return nil, err
 	}
+	if a.LeaseTTLGiven {
+		return nil, fmt.Errorf("%w: WithLeaseTTL on %q: every permit of a Consul semaphore has its session's TTL", core.ErrInvalidArgument, s.name)
+	}
 	if ctx.Err() != nil {
 		return nil, core.WaitError(ctx, s.name)
 	}

@@ -23,6 +23,7 @@ type Semaphore struct {
 	kv       *api.KV
 	txn      *api.Txn
 	name     string
+	label    string // the name observers see: name, or the key's label of a keyed one
 	prefix   string // every key of the semaphore starts with it
 	lockKey  string
 	limit    int64 // configured; the limit stored in Consul wins
@@ -57,10 +58,12 @@ const blockWait = 5 * time.Second
 // Options: core.WithDefaultLeaseTTL sets the TTL of the Consul session that
 // ties this Semaphore's permits and waiters to the process (default 10s;
 // Consul rejects TTLs below its session_ttl_min, 10s by default, and then
-// every Acquire fails with ErrUnavailable). Per-call core.WithLeaseTTL is
-// validated but otherwise ignored: all permits of one Semaphore share its
-// session. core.WithObserver, core.WithOnError and core.WithFailurePolicy
-// behave as on the Redis backend.
+// every Acquire fails with ErrUnavailable). core.WithKeyPrefix,
+// core.WithObserver, core.WithOnError and core.WithFailurePolicy behave as
+// on the Redis backend. New panics, naming the option, on any other
+// (core.WithLimits and core.WithMaxIdleKeys are NewKeyed's). All permits of
+// one Semaphore share its session, so a per-call core.WithLeaseTTL fails
+// the call with an ErrInvalidArgument error.
 //
 // New does no I/O and starts no goroutine; the first Acquire creates the
 // session and starts its renewal loop, which Close stops.
@@ -75,12 +78,19 @@ func New(client *api.Client, name string, limit int64, opts ...core.Option) *Sem
 		panic(fmt.Sprintf("consul: semaphore name %q must be non-empty, without '/' or white space", name))
 	}
 	cfg := core.ResolveOptions(opts...)
+	if cfg.Keyed {
+		panic("consul: New does not take core.WithLimits or core.WithMaxIdleKeys: they configure NewKeyed")
+	}
+	return newSemaphore(client, name, name, limit, cfg)
+}
+
+func newSemaphore(client *api.Client, name, label string, limit int64, cfg core.BackendConfig) *Semaphore {
 	prefix := cfg.KeyPrefix + name + "/"
-	s := &Semaphore{kv: client.KV(), txn: client.Txn(), name: name, prefix: prefix, lockKey: prefix + lockName,
+	s := &Semaphore{kv: client.KV(), txn: client.Txn(), name: name, label: label, prefix: prefix, lockKey: prefix + lockName,
 		limit: limit, cfg: cfg, idBase: rand.Text()[:16] + "."}
 	s.sess = newSessions(client, s)
 	if k := cfg.Policy.LocalLimit(); k > 0 {
-		s.fallback = core.NewLocal(k, opts...)
+		s.fallback = core.NewLocal(k, core.WithObserver(cfg.Observer))
 	}
 	return s
 }
@@ -204,6 +214,7 @@ func (s *Semaphore) report(err error) error {
 
 func (s *Semaphore) observe(e core.Event) {
 	if s.cfg.Observer != nil {
+		e.Name = s.label
 		s.cfg.Observer.Observe(e)
 	}
 }

@@ -1,0 +1,50 @@
+package core
+
+import (
+	"fmt"
+	"math/bits"
+)
+
+// optSet records which options a constructor was given, so that it can
+// refuse, by name, an option it cannot honour instead of ignoring it.
+type optSet uint32
+
+const (
+	optKeyPrefix optSet = 1 << iota
+	optLeaseTTL
+	optObserver
+	optPolicy
+	optOnError
+	optLimits
+	optMaxIdle
+	optOpTimeout
+	optBreaker
+	optOutageGrace
+	optLeased
+	optClockDrift
+	optMasterTimeout
+	optName
+)
+
+var optNames = [...]string{
+	"WithKeyPrefix", "WithDefaultLeaseTTL", "WithObserver", "WithFailurePolicy", "WithOnError",
+	"WithLimits", "WithMaxIdleKeys", "WithOperationTimeout", "WithCircuitBreaker", "WithOutageGrace",
+	"WithLeasedShares", "WithClockDrift", "WithMasterTimeout", "WithName",
+}
+
+// What each kind of constructor honours.
+const (
+	optsLocal  = optObserver | optLeaseTTL | optName
+	optsKeyed  = optLimits | optMaxIdle
+	optsRedis  = optKeyPrefix | optLeaseTTL | optObserver | optPolicy | optOnError | optOpTimeout | optBreaker | optOutageGrace | optLeased
+	optsQuorum = optsRedis&^optLeased | optClockDrift | optMasterTimeout
+	optsRemote = optKeyPrefix | optLeaseTTL | optObserver | optPolicy | optOnError // ResolveOptions
+)
+
+// refuse panics, naming ctor and the option, if c holds an option outside
+// allowed.
+func (c *config) refuse(ctor string, allowed optSet) {
+	if extra := c.given &^ allowed; extra != 0 {
+		panic(fmt.Sprintf("core: %s does not take %s", ctor, optNames[bits.TrailingZeros32(uint32(extra))]))
+	}
+}
