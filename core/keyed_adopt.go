@@ -2,22 +2,30 @@ package core
 
 import "context"
 
-// Adopt is Redis.Adopt on the semaphore of key: it takes over the permit
-// id of that key (the ID of a permit that a Keyed of the same name, key
-// prefix and Redis granted for key, in any process). It returns an
-// ErrInvalidArgument error for an in-process Keyed, whose permits have no
-// ID, ErrClosed after Close, and otherwise what Redis.Adopt returns.
+// adopter is a key's semaphore whose permits can cross processes (see
+// core/redissem's Semaphore.Adopt and ReleaseID).
+type adopter interface {
+	Adopt(ctx context.Context, id string) (*Permit, error)
+	ReleaseID(ctx context.Context, id string) error
+}
+
+// Adopt takes over, on the semaphore of key, the permit id that a keyed
+// semaphore of the same backend, name and storage granted for key in any
+// process (see the backend's Adopt). It returns an ErrInvalidArgument
+// error when the backend's permits cannot cross processes (Local, the
+// leased mode, Consul), ErrClosed after Close, and otherwise what the
+// backend's Adopt returns.
 func (k *Keyed) Adopt(ctx context.Context, key, id string) (*Permit, error) {
 	e, err := k.ref(key)
 	if err != nil {
 		return nil, err
 	}
-	r, ok := e.sem.(*Redis)
+	a, ok := e.sem.(adopter)
 	if !ok {
 		k.unref(e)
-		return nil, invalid("Adopt needs a Redis keyed semaphore")
+		return nil, invalid("Adopt: the permits of this keyed semaphore's backend cannot cross processes")
 	}
-	p, err := r.Adopt(ctx, id)
+	p, err := a.Adopt(ctx, id)
 	if err != nil {
 		k.unref(e)
 		return nil, err
@@ -25,18 +33,20 @@ func (k *Keyed) Adopt(ctx context.Context, key, id string) (*Permit, error) {
 	return e.wrap(p), nil
 }
 
-// ReleaseID is Redis.ReleaseID on the semaphore of key. It returns an
-// ErrInvalidArgument error for an in-process Keyed, ErrClosed after Close,
-// and otherwise what Redis.ReleaseID returns.
+// ReleaseID releases, on the semaphore of key, the permit id, whichever
+// process holds it (see the backend's ReleaseID). It returns an
+// ErrInvalidArgument error when the backend's permits cannot cross
+// processes, ErrClosed after Close, and otherwise what the backend's
+// ReleaseID returns.
 func (k *Keyed) ReleaseID(ctx context.Context, key, id string) error {
 	e, err := k.ref(key)
 	if err != nil {
 		return err
 	}
 	defer k.unref(e)
-	r, ok := e.sem.(*Redis)
+	a, ok := e.sem.(adopter)
 	if !ok {
-		return invalid("ReleaseID needs a Redis keyed semaphore")
+		return invalid("ReleaseID: the permits of this keyed semaphore's backend cannot cross processes")
 	}
-	return r.ReleaseID(ctx, id)
+	return a.ReleaseID(ctx, id)
 }

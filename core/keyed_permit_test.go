@@ -149,35 +149,3 @@ func TestLocalKeyedReentrantMatchesItsKey(t *testing.T) {
 	}
 	ok(t, q.Release(ctx))
 }
-
-// A nil AcquireOption is refused with ErrInvalidArgument by every keyed
-// backend, reentrant or not, nested or not (the reentrancy check used to
-// call it and panic).
-func TestKeyedNilAcquireOption(t *testing.T) {
-	for name, newKeyed := range keyedBackends() {
-		t.Run(name, func(t *testing.T) {
-			bg := context.Background()
-			for _, reentrant := range []bool{false, true} {
-				k := newKeyed(t, 2)
-				var ks core.KeyedSemaphore = k
-				if reentrant {
-					ks = core.ReentrantKeyed(k)
-				}
-				p, err := ks.Acquire(bg, "a")
-				ok(t, err)
-				for ctxName, ctx := range map[string]context.Context{"bg": bg, "holder": core.ContextWithPermit(bg, p)} {
-					for _, acq := range []func(context.Context, string, ...core.AcquireOption) (*core.Permit, error){ks.Acquire, ks.TryAcquire} {
-						if q, err := acq(ctx, "a", core.WithWeight(1), nil); !errors.Is(err, core.ErrInvalidArgument) {
-							t.Fatalf("nil AcquireOption (reentrant %v, %s ctx): %v, %v; want ErrInvalidArgument", reentrant, ctxName, q, err)
-						}
-					}
-				}
-				ok(t, p.Release(bg))
-				if st, err := k.Stats(bg, "a"); err != nil || st.InUse != 0 {
-					t.Fatalf("after the refusals: %+v, %v; want nothing in use", st, err)
-				}
-				ok(t, k.Close())
-			}
-		})
-	}
-}

@@ -17,27 +17,18 @@ const (
 	optOnError
 	optLimits
 	optMaxIdle
-	optOpTimeout
-	optBreaker
-	optOutageGrace
-	optLeased
-	optClockDrift
-	optMasterTimeout
 	optName
 )
 
 var optNames = [...]string{
 	"WithKeyPrefix", "WithDefaultLeaseTTL", "WithObserver", "WithFailurePolicy", "WithOnError",
-	"WithLimits", "WithMaxIdleKeys", "WithOperationTimeout", "WithCircuitBreaker", "WithOutageGrace",
-	"WithLeasedShares", "WithClockDrift", "WithMasterTimeout", "WithName",
+	"WithLimits", "WithMaxIdleKeys", "WithName",
 }
 
 // What each kind of constructor honours.
 const (
-	optsLocal  = optObserver | optLeaseTTL | optName
+	optsLocal  = optObserver | optName
 	optsKeyed  = optLimits | optMaxIdle
-	optsRedis  = optKeyPrefix | optLeaseTTL | optObserver | optPolicy | optOnError | optOpTimeout | optBreaker | optOutageGrace | optLeased
-	optsQuorum = optsRedis&^optLeased | optClockDrift | optMasterTimeout
 	optsRemote = optKeyPrefix | optLeaseTTL | optObserver | optPolicy | optOnError // ResolveOptions
 )
 

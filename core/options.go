@@ -6,20 +6,15 @@ import (
 	"time"
 )
 
-// Option configures a semaphore at construction. A constructor honours
-// every option it takes, and panics with a "core: …" message naming the
-// option on one it cannot honour:
+// Option configures a semaphore at construction. The options declared
+// here are shared by every backend: the network backends (core/redissem,
+// core/consul) take them, or forward their own options of the same names
+// to them. A constructor honours every option it takes, and panics with a
+// message naming the option on one it cannot honour:
 //
-//   - NewLocal takes WithObserver and WithDefaultLeaseTTL (checked only:
-//     its permits have no lease); NewLocalKeyed also WithLimits and
-//     WithMaxIdleKeys.
-//   - NewRedis takes WithKeyPrefix, WithDefaultLeaseTTL, WithObserver,
-//     WithFailurePolicy, WithOnError, WithOperationTimeout,
-//     WithCircuitBreaker, WithOutageGrace and WithLeasedShares;
-//     NewRedisKeyed also WithLimits and WithMaxIdleKeys.
-//   - NewQuorum and NewAllOf take NewRedis's options but WithLeasedShares,
-//     and WithClockDrift and WithMasterTimeout.
-//   - A backend outside this package (ResolveOptions) takes WithKeyPrefix,
+//   - NewLocal takes WithName and WithObserver.
+//   - NewLocalKeyed takes WithObserver, WithLimits and WithMaxIdleKeys.
+//   - A network backend (ResolveOptions) takes WithKeyPrefix,
 //     WithDefaultLeaseTTL, WithObserver, WithFailurePolicy and WithOnError,
 //     and its keyed constructor (NewKeyed) also WithLimits and
 //     WithMaxIdleKeys.
@@ -37,11 +32,6 @@ type config struct {
 	onError  func(error)
 	limits   map[string]int64
 	maxIdle  int
-	fault    faultConfig // options_fault.go
-
-	quorumDrift  time.Duration // WithClockDrift
-	quorumAnswer time.Duration // WithMasterTimeout
-	leased       bool          // WithLeasedShares
 
 	name  string // WithName
 	given optSet // the options given, for refuse
@@ -85,14 +75,6 @@ func buildConfig(opts []Option) config {
 	for k, v := range c.limits {
 		checkLimit(fmt.Sprintf("WithLimits: limit of key %q", k), v)
 	}
-	for _, d := range []struct {
-		name string
-		d    time.Duration
-	}{{"WithOperationTimeout", c.fault.opTimeout}, {"WithCircuitBreaker: cool-down", c.fault.cooldown}, {"WithOutageGrace", c.fault.outageGrace}} {
-		if d.d < 0 {
-			panic(fmt.Sprintf("core: %s must not be negative (0 means the default), got %v", d.name, d.d))
-		}
-	}
 	return c
 }
 
@@ -112,8 +94,9 @@ func limitError(limit int64) error {
 	return nil
 }
 
-// WithKeyPrefix sets the prefix of every Redis key and pub/sub channel.
-// The default is "distsem:". The prefix must not contain '{' or '}'.
+// WithKeyPrefix sets the prefix of every key (and Redis pub/sub channel)
+// that a network backend stores. The default is "distsem:". The prefix must
+// not contain '{' or '}'.
 func WithKeyPrefix(prefix string) Option {
 	return func(c *config) { c.prefix = prefix; c.given |= optKeyPrefix }
 }
@@ -123,9 +106,8 @@ func WithKeyPrefix(prefix string) Option {
 // this long after its last renewal; a waiter whose process dies leaves the
 // queue within 2/3 of it. Leases are renewed every TTL/3, so a process must
 // not stall for longer than 2/3 of the TTL. The default is 10s; the minimum
-// is 100ms, on both backends (the in-process one has no leases, but checks
-// the same rule so that code moves between backends unchanged): a
-// constructor given less panics.
+// is 100ms: a constructor given less panics. Only network backends take
+// it: a Local permit has no lease.
 func WithDefaultLeaseTTL(d time.Duration) Option {
 	return func(c *config) { c.leaseTTL = d; c.given |= optLeaseTTL }
 }
@@ -218,7 +200,8 @@ func buildAcquire(def time.Duration, opts []AcquireOption) (acquireConfig, error
 	return a, nil
 }
 
-// FailurePolicy says what to do when the Redis backend is unreachable.
+// FailurePolicy says what a network backend does when it cannot reach its
+// store.
 type FailurePolicy struct {
 	mode     int
 	fallback int64

@@ -51,10 +51,8 @@ type permitExt struct {
 	ext     Releaser      // the Releaser given to NewPermit; nil for this package's permits
 	lost    chan struct{} // nil: the lease can never be lost
 	inner   *Permit       // the wrapped permit: a Redis key's (Keyed), the held one (nested), the local share's (leased)
-	id      string        // backend handle (Redis member); empty for Local
-	ttl     int64         // lease in milliseconds (Redis); SetLeaseTTL stores it atomically under the backend's lock
-	grantUS int64         // Redis TIME of the grant in microseconds
-	queueUS int64         // Redis TIME at which the request queued (tests)
+	id      string        // the backend's handle (Grant.ID); empty for Local
+	grantUS int64         // the backend's time of the grant, microseconds; 0 if unknown
 }
 
 // nopExt is shared by the permits granted without a backend (fail open).

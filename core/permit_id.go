@@ -32,11 +32,6 @@ func (p *Permit) ID() string {
 	return p.id
 }
 
-// leaseSetter is a backend that can change a held permit's lease.
-type leaseSetter interface {
-	setLease(ctx context.Context, p *Permit, ttl time.Duration) error
-}
-
 // SetLeaseTTL changes the permit's lease TTL, for a holder that knows its
 // work will be long (or short): the lease now ends ttl from now, in the
 // backend's time, and every later renewal renews it by ttl (every ttl/3,
@@ -83,12 +78,5 @@ func (p *Permit) SetLeaseTTL(ctx context.Context, ttl time.Duration) error {
 		}
 		return ls.SetPermitLease(ctx, p, ttl)
 	}
-	ls, ok := p.owner.(leaseSetter)
-	if !ok {
-		return invalid("this permit's backend cannot change its lease")
-	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	return ls.setLease(ctx, p, ttl)
+	return invalid("this permit's backend cannot change its lease")
 }

@@ -3,14 +3,13 @@ package consul_test
 import (
 	"testing"
 
-	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/coretest/semtest"
 )
 
 // TestConformance runs core's conformance suite (core/coretest/semtest),
 // unchanged, on the real agent.
 func TestConformance(t *testing.T) {
-	semtest.Run(t, semtest.Backend{Name: "consul", New: func(t *testing.T, limit int64, opts ...core.Option) semtest.Sem {
-		return newSem(t, limit, opts...)
+	semtest.Run(t, semtest.Backend{Name: "consul", New: func(t *testing.T, limit int64) semtest.Sem {
+		return newSem(t, limit)
 	}})
 }

@@ -39,8 +39,8 @@ func (s keyedOne) Close() error                                  { return s.k.Cl
 // TestKeyedConformance runs core's conformance suite on one key of a keyed
 // Consul semaphore whose key holds '/' and so is stored hashed.
 func TestKeyedConformance(t *testing.T) {
-	semtest.Run(t, semtest.Backend{Name: "consul-keyed", New: func(t *testing.T, limit int64, opts ...core.Option) semtest.Sem {
-		return keyedOne{newKeyed(t, limit, opts...), "GET /reports"}
+	semtest.Run(t, semtest.Backend{Name: "consul-keyed", New: func(t *testing.T, limit int64) semtest.Sem {
+		return keyedOne{newKeyed(t, limit), "GET /reports"}
 	}})
 }
 

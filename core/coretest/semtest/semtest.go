@@ -4,8 +4,8 @@
 // backend's own module (core/consul runs it against a real Consul agent).
 //
 //	func TestConformance(t *testing.T) {
-//		semtest.Run(t, semtest.Backend{Name: "mine", New: func(t *testing.T, limit int64, opts ...core.Option) semtest.Sem {
-//			s := mine.New(client, "conf", limit, opts...)
+//		semtest.Run(t, semtest.Backend{Name: "mine", New: func(t *testing.T, limit int64) semtest.Sem {
+//			s := mine.New(client, "conf", limit)
 //			t.Cleanup(func() { _ = s.Close() })
 //			return s
 //		}})
@@ -34,9 +34,9 @@ type Backend struct {
 	// runs more iterations.
 	Name string
 	// New returns a new, empty semaphore of limit permits, isolated from
-	// every other semaphore New returned, built with opts. It closes it at
-	// t's cleanup, and fails or skips t if the backend cannot be reached.
-	New func(t *testing.T, limit int64, opts ...core.Option) Sem
+	// every other semaphore New returned. It closes it at t's cleanup, and
+	// fails t if the backend cannot be reached.
+	New func(t *testing.T, limit int64) Sem
 }
 
 // Run runs every test of the suite against b, each as a subtest of t, one

@@ -1,0 +1,123 @@
+package redissem_test
+
+import (
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/coretest"
+	"github.com/distsem/distsem/core/coretest/semtest"
+)
+
+// sem is what the conformance suite needs of a backend.
+type sem = semtest.Sem
+
+type backend struct {
+	name string
+	new  func(t *testing.T, limit int64, opts ...core.Option) sem
+}
+
+var prefixSeq atomic.Int64
+
+// uniquePrefix keeps tests that share one real server apart.
+func uniquePrefix(t *testing.T) string {
+	return fmt.Sprintf("t%d-%d:", time.Now().UnixNano(), prefixSeq.Add(1))
+}
+
+func realClient(t *testing.T) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: coretest.RedisAddr(t), PoolSize: 20})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func miniClient(t *testing.T) (*redis.Client, *miniredis.Miniredis) {
+	t.Helper()
+	m := miniredis.RunT(t)
+	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { _ = c.Close() })
+	return c, m
+}
+
+func closeAtCleanup(t *testing.T, s sem) sem {
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// backends lists every backend the suite runs against: in-process,
+// Redis through miniredis, and a real redis-server.
+func backends() []backend {
+	return append([]backend{
+		{"local", func(t *testing.T, limit int64, opts ...core.Option) sem {
+			return closeAtCleanup(t, core.NewLocal(limit, opts...))
+		}},
+		{"miniredis", func(t *testing.T, limit int64, opts ...core.Option) sem {
+			c, _ := miniClient(t)
+			return closeAtCleanup(t, core.NewRedis(c, "conf", limit, opts...))
+		}},
+		{"redis", func(t *testing.T, limit int64, opts ...core.Option) sem {
+			return realSem(t, realClient(t), limit, opts)
+		}},
+		{"cluster", func(t *testing.T, limit int64, opts ...core.Option) sem {
+			c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: coretest.RedisClusterAddrs(t)})
+			t.Cleanup(func() { _ = c.Close() })
+			return realSem(t, c, limit, opts)
+		}},
+		{"sentinel", func(t *testing.T, limit int64, opts ...core.Option) sem {
+			addrs, master := coretest.RedisSentinel(t)
+			c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: master, SentinelAddrs: addrs})
+			t.Cleanup(func() { _ = c.Close() })
+			return realSem(t, c, limit, opts)
+		}},
+	}, quorumBackends()...)
+}
+
+func realSem(t *testing.T, c redis.UniversalClient, limit int64, opts []core.Option) sem {
+	opts = append([]core.Option{core.WithKeyPrefix(uniquePrefix(t))}, opts...)
+	return closeAtCleanup(t, core.NewRedis(c, "conf", limit, opts...))
+}
+
+func forEach(t *testing.T, f func(t *testing.T, b backend)) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			f(t, b)
+		})
+	}
+}
+
+func ok(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The conformance suite's helpers, each failing t: stats, acquire and
+// tryAcquire call s's method with a background ctx; waitQueued blocks until
+// n callers are queued, and wantStats until s shows inUse permits held and
+// waiting callers queued (a clean-up may reach Redis after its caller
+// returned); both poll Stats.
+var (
+	stats      = semtest.Stats
+	acquire    = semtest.Acquire
+	tryAcquire = semtest.TryAcquire
+	waitQueued = semtest.WaitQueued
+	wantStats  = semtest.WantStats
+)
+
+// TestConformance runs the conformance suite (core/coretest/semtest: tokens,
+// FIFO, weights, limits, Close, a hammer) on every backend of backends().
+// Backends in other modules run the same suite (core/consul).
+func TestConformance(t *testing.T) {
+	forEach(t, func(t *testing.T, b backend) {
+		semtest.Run(t, semtest.Backend{Name: b.name, New: func(t *testing.T, limit int64, opts ...core.Option) semtest.Sem {
+			return b.new(t, limit, opts...)
+		}})
+	})
+}

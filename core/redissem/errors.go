@@ -1,0 +1,59 @@
+package redissem
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/distsem/distsem/core"
+)
+
+// minLeaseTTL is the shortest lease: core refuses a shorter one.
+const minLeaseTTL = 100 * time.Millisecond
+
+func unavailable(op, name string, cause error) error {
+	return fmt.Errorf("%w: %s %q: %w", core.ErrUnavailable, op, name, cause)
+}
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", core.ErrInvalidArgument, fmt.Sprintf(format, args...))
+}
+
+// ctxError is the error of a call whose ctx ended: see core.WaitError.
+func ctxError(ctx context.Context, name string) error { return core.WaitError(ctx, name) }
+
+// checkName panics unless name can name a semaphore: not empty, and
+// without '{', '}', '#' (the separator of keyed semaphores' keys) or white
+// space.
+func checkName(ctor, name string) {
+	if name == "" || strings.IndexFunc(name, func(r rune) bool { return r == '{' || r == '}' || r == '#' || unicode.IsSpace(r) }) >= 0 {
+		panic(fmt.Sprintf("redissem: %s: semaphore name %q must be non-empty, without '{', '}', '#' or white space", ctor, name))
+	}
+}
+
+// checkLimit panics unless 0 < limit <= core.MaxLimit.
+func checkLimit(what string, limit int64) {
+	if limit <= 0 || limit > core.MaxLimit {
+		panic(fmt.Sprintf("redissem: %s must be in [1, %d], got %d", what, core.MaxLimit, limit))
+	}
+}
+
+// limitError returns an ErrInvalidArgument error unless 0 < limit <=
+// core.MaxLimit.
+func limitError(limit int64) error {
+	if limit <= 0 || limit > core.MaxLimit {
+		return invalid("limit %d must be in [1, %d]", limit, core.MaxLimit)
+	}
+	return nil
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}

@@ -1,0 +1,26 @@
+package redissem
+
+import "time"
+
+// NoteReleases records n releases of id on s's backend, each with lease
+// TTL ttl, as n successful Releases do.
+func NoteReleases(s *Redis, id string, ttl time.Duration, n int) {
+	for range n {
+		s.b.noteReleased(s, id, ttl)
+	}
+}
+
+// ReplayableReleases returns how many releases s's backend would run again
+// if its subscription moved now.
+func ReplayableReleases(s *Redis) int {
+	n := 0
+	now := time.Now()
+	s.b.mu.Lock()
+	defer s.b.mu.Unlock()
+	s.b.recent.all(func(r *released) {
+		if now.Sub(r.at) <= r.tt {
+			n++
+		}
+	})
+	return n
+}

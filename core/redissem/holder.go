@@ -1,0 +1,96 @@
+package redissem
+
+import (
+	"context"
+	"time"
+
+	"github.com/distsem/distsem/core"
+)
+
+// holder is this process's side of a permit that a Semaphore granted:
+// what Release and the renewal loop need. The *core.Permit that Acquire
+// returns is made around it by core.NewPermit, with the holder as its
+// core.Releaser.
+type holder struct {
+	s       *Semaphore
+	p       *core.Permit // the permit handed out, made around h
+	id      string       // the holder's member in Redis
+	weight  int64
+	token   int64
+	ttl     int64         // lease in milliseconds; SetLeaseTTL stores it atomically under b.mu
+	grantUS int64         // Redis TIME of the grant, microseconds
+	queueUS int64         // Redis TIME at which the request queued; 0 if it did not
+	lost    chan struct{} // closed when the lease could not be kept
+}
+
+// newHolder returns the holder of a grant and the permit made around it.
+func (s *Semaphore) newHolder(id string, weight, token int64, ttl time.Duration, grantUS int64) *holder {
+	h := &holder{s: s, id: id, weight: weight, token: token, ttl: ttl.Milliseconds(), grantUS: grantUS, lost: make(chan struct{})}
+	g := core.Grant{Weight: weight, Token: token, Lost: h.lost, ID: id}
+	if grantUS != 0 {
+		g.GrantedAt = time.UnixMicro(grantUS)
+	}
+	h.p = core.NewPermit(h, g)
+	return h
+}
+
+// ReleasePermit gives the permit back; see Semaphore.release.
+func (h *holder) ReleasePermit(ctx context.Context, _ *core.Permit) error { return h.s.release(ctx, h) }
+
+// SetPermitLease changes the permit's lease; see Semaphore.setLease.
+func (h *holder) SetPermitLease(ctx context.Context, _ *core.Permit, ttl time.Duration) error {
+	return h.s.setLease(ctx, h, ttl)
+}
+
+// ttlDuration is the lease in force.
+func (h *holder) ttlDuration() time.Duration { return time.Duration(h.ttl) * time.Millisecond }
+
+// acquireSpec is what one Acquire or TryAcquire asks for.
+type acquireSpec struct {
+	weight int64
+	ttl    time.Duration
+	ttlSet bool   // core.WithLeaseTTL was given
+	queued func() // called when the waiter has queued in Redis (Quorum)
+}
+
+func buildAcquire(def time.Duration, opts []core.AcquireOption) (acquireSpec, error) {
+	a, err := core.ResolveAcquire(def, opts...)
+	return acquireSpec{weight: a.Weight, ttl: a.LeaseTTL, ttlSet: a.LeaseTTLGiven}, err
+}
+
+// fallbackPermit wraps a permit of the fail-local policy's Local: token 0,
+// never mistaken for a Redis token.
+type fallbackPermit struct{ inner *core.Permit }
+
+func (f fallbackPermit) ReleasePermit(ctx context.Context, _ *core.Permit) error {
+	return f.inner.Release(ctx)
+}
+
+// fallback applies a failure policy that grants (FailOpen, FailLocal):
+// the permit it grants, or nil and err if the policy fails closed.
+func fallback(ctx context.Context, policy core.FailurePolicy, loc *core.Local, try bool, opts []core.AcquireOption, weight int64, err error) (*core.Permit, error) {
+	switch {
+	case policy.Open():
+		return core.NewPermit(nil, core.Grant{Weight: weight}), nil
+	case loc != nil:
+		var p *core.Permit
+		if try {
+			p, err = loc.TryAcquire(ctx, opts...)
+		} else {
+			p, err = loc.Acquire(ctx, opts...)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return core.NewPermit(fallbackPermit{p}, core.Grant{Weight: p.Weight()}), nil
+	}
+	return nil, err
+}
+
+// newFallback returns the Local of a fail-local policy, or nil.
+func newFallback(name string, cfg config) *core.Local {
+	if k := cfg.policy.LocalLimit(); k > 0 {
+		return core.NewLocal(k, core.WithName(name), core.WithObserver(cfg.observer))
+	}
+	return nil
+}

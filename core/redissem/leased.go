@@ -1,0 +1,252 @@
+package redissem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"github.com/distsem/distsem/core"
+	"sync"
+)
+
+// leased is the leased-shares mode of one Redis semaphore
+// (WithLeasedShares): a share of the limit leased in Redis by this process,
+// and a local FIFO semaphore of the share's size. One goroutine (loop, in
+// leased_loop.go) runs while the process has demand or holds a share: it
+// reports the demand, applies the share Redis answers and renews its lease.
+type leased struct {
+	s    *Semaphore
+	pid  string   // this process's entry in the shares hash
+	keys []string // the shares hash, under the semaphore's hash tag
+	loc  *core.Share
+
+	wake chan struct{} // pokes the loop
+
+	mu       sync.Mutex
+	demand   int64                    // weight of callers in Acquire or holding
+	peak     int64                    // highest demand since the last beat
+	held     map[*leasedPermit]bool   // -> lost already
+	waiting  map[*waitCancel]struct{} // queued locally: ended on an outage
+	running  bool                     // the loop runs
+	closed   bool                     // Close stopped the loop
+	down     bool                     // no valid share and Redis unreachable
+	downErr  error                    // while down: the failed beat's error
+	shrink   bool                     // Redis holds more share than the local limit
+	beatDone chan struct{}            // closed after each beat, then replaced
+	beatGen  uint64                   // beats started (each reads the demand)
+	doneGen  uint64                   // the generation of the last beat done
+	reported int64                    // the demand the last beat reported
+}
+
+type waitCancel struct{ cancel context.CancelCauseFunc }
+
+var errShareOutage = errors.New("backend unreachable and no valid share")
+
+func newLeased(s *Semaphore) *leased {
+	tag := s.keys[0][:len(s.keys[0])-1] // prefix{name}:
+	return &leased{s: s, pid: s.b.newID(), keys: []string{tag + "ls"},
+		loc:  core.NewShare(s.label, s.limit, core.WithObserver(s.b.cfg.observer)),
+		wake: make(chan struct{}, 1), held: make(map[*leasedPermit]bool),
+		waiting: make(map[*waitCancel]struct{}), beatDone: make(chan struct{})}
+}
+
+func (l *leased) poke() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// acquire grants from the local share. The fast path (a permit free within
+// the share, nobody queued locally) makes no round trip. Otherwise the
+// caller queues locally and the loop asks Redis for more share; a
+// TryAcquire waits for that one beat (bounded by ctx) and tries once more.
+func (l *leased) acquire(ctx context.Context, try bool, opts []core.AcquireOption) (*core.Permit, error) {
+	s := l.s
+	a, err := buildAcquire(s.b.cfg.leaseTTL, opts)
+	if err != nil {
+		return nil, err
+	}
+	if a.ttlSet {
+		return nil, invalid("WithLeaseTTL on %q: in the leased-shares mode every permit has its process's share's lease", s.name)
+	}
+	if ctx.Err() != nil {
+		return nil, ctxError(ctx, s.name)
+	}
+	if s.b.isClosed() {
+		return nil, core.ErrClosed
+	}
+	if p, err := l.loc.TryAcquire(ctx, opts...); err == nil {
+		return l.hold(ctx, p, true)
+	} else if !errors.Is(err, core.ErrNoPermit) {
+		return nil, err
+	}
+	if err := l.begin(a.weight); err != nil {
+		return nil, err
+	}
+	p, err := l.wait(ctx, try, opts)
+	if err != nil {
+		l.end(a.weight)
+		if errors.Is(err, errShareOutage) {
+			err = unavailable("acquire", s.name, err)
+			s.b.report(s.label, err)
+			return s.failed(ctx, err, try, opts, a.weight)
+		}
+		if errors.Is(err, core.ErrClosed) {
+			return nil, core.ErrClosed
+		}
+		return nil, err
+	}
+	return l.hold(ctx, p, false)
+}
+
+// wait is the slow path: the local share is full or others are queued.
+func (l *leased) wait(ctx context.Context, try bool, opts []core.AcquireOption) (*core.Permit, error) {
+	l.mu.Lock()
+	gen, outage := l.beatGen, l.outage()
+	// Ask Redis at once only if this demand is news: a saturated process
+	// (demand as reported) waits for its next beat, which comes every
+	// shareRebalance while anyone wants more than its share.
+	news := l.demand > l.reported
+	l.mu.Unlock()
+	if outage != nil {
+		return nil, outage
+	}
+	if news || try {
+		l.poke()
+	}
+	if try {
+		// Wait for a beat that counted this call's demand.
+		for {
+			l.mu.Lock()
+			done, doneGen := l.beatDone, l.doneGen
+			l.mu.Unlock()
+			if doneGen > gen {
+				break
+			}
+			select {
+			case <-done:
+			case <-ctx.Done():
+				return nil, ctxError(ctx, l.s.name)
+			}
+		}
+		p, err := l.loc.TryAcquire(ctx, opts...)
+		if err != nil && !errors.Is(err, core.ErrClosed) {
+			l.mu.Lock()
+			outage := l.outage()
+			l.mu.Unlock()
+			if outage != nil {
+				return nil, outage
+			}
+		}
+		return p, err
+	}
+	wctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	w := &waitCancel{cancel: cancel}
+	l.mu.Lock()
+	l.waiting[w] = struct{}{}
+	l.mu.Unlock()
+	p, err := l.loc.Acquire(wctx, opts...)
+	l.mu.Lock()
+	delete(l.waiting, w)
+	l.mu.Unlock()
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(wctx), errShareOutage) {
+		return nil, context.Cause(wctx)
+	}
+	if err != nil && ctx.Err() != nil {
+		return nil, ctxError(ctx, l.s.name)
+	}
+	return p, err
+}
+
+// outage returns, while the process is down, errShareOutage wrapping the
+// error of the beat that failed; nil otherwise. l.mu is held.
+func (l *leased) outage() error {
+	switch {
+	case !l.down:
+		return nil
+	case l.downErr == nil:
+		return errShareOutage
+	}
+	return fmt.Errorf("%w: %w", errShareOutage, l.downErr)
+}
+
+// begin counts weight as demand and starts the loop if it is not running.
+func (l *leased) begin(weight int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return core.ErrClosed
+	}
+	l.demand += weight
+	l.peak = max(l.peak, l.demand)
+	if !l.running {
+		if !l.s.b.goBackground(l.loop) {
+			l.demand -= weight
+			return core.ErrClosed
+		}
+		l.running = true
+	}
+	return nil
+}
+
+func (l *leased) end(weight int64) {
+	l.mu.Lock()
+	l.demand -= weight
+	l.mu.Unlock()
+}
+
+// hold wraps the local permit in (fresh: its demand is not counted yet).
+func (l *leased) hold(ctx context.Context, inner *core.Permit, fresh bool) (*core.Permit, error) {
+	p := &leasedPermit{l: l, inner: inner, weight: inner.Weight(), lost: make(chan struct{})}
+	p.p = core.NewPermit(p, core.Grant{Weight: p.weight, Token: inner.Token(), Lost: p.lost})
+	l.mu.Lock()
+	if l.closed {
+		if !fresh {
+			l.demand -= p.weight
+		}
+		l.mu.Unlock()
+		_ = inner.Release(ctx)
+		return nil, core.ErrClosed
+	}
+	if fresh {
+		l.demand += p.weight
+		l.peak = max(l.peak, l.demand)
+	}
+	l.held[p] = false
+	l.mu.Unlock()
+	return p.p, nil
+}
+
+// leasedPermit is this process's side of a permit granted from its share.
+type leasedPermit struct {
+	l      *leased
+	p      *core.Permit // the permit handed out, made around it
+	inner  *core.Permit // the share's own permit
+	weight int64
+	lost   chan struct{}
+}
+
+func (p *leasedPermit) ReleasePermit(ctx context.Context, _ *core.Permit) error {
+	return p.l.release(ctx, p)
+}
+
+// release gives p back to the local share at in-process cost. When Redis
+// holds more share for this process than it now needs, the loop is poked
+// to give the difference back at once.
+func (l *leased) release(ctx context.Context, p *leasedPermit) error {
+	l.mu.Lock()
+	lost, ok := l.held[p]
+	delete(l.held, p)
+	l.demand -= p.weight
+	shrink := l.shrink
+	l.mu.Unlock()
+	_ = p.inner.Release(ctx)
+	if shrink {
+		l.poke()
+	}
+	if lost || !ok {
+		return fmt.Errorf("%w: %q token %d (its share was lost)", core.ErrNotHeld, l.s.name, p.p.Token())
+	}
+	return nil
+}

@@ -1,0 +1,95 @@
+package redissem
+
+import (
+	"context"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/distsem/distsem/core"
+)
+
+// Leased is a Redis semaphore in the leased-shares mode: instead of
+// deciding every grant in Redis, each process leases a share of the limit,
+// kept in Redis and renewed with its heartbeat, and grants within it
+// without a round trip. The shares never sum above the limit. See the
+// package documentation, "Leased shares", for what it guarantees: FIFO
+// holds only within a process, tokens fence only within a process, and
+// permits have no ID that another process could adopt.
+//
+// Choose it for few semaphores with short holds at high rates. Not for
+// many semaphores of a small limit (NewLeasedKeyed with limit 1 per key,
+// say), where each semaphore's few permits must rotate between processes
+// through Redis at the heartbeat's pace: tens to hundreds of grants/s, where
+// the default mode manages thousands (bench/RESULTS.md). Every process of
+// one semaphore must use the same mode: the modes keep separate state in
+// Redis, so a mix would admit up to twice the limit.
+type Leased struct {
+	s *Semaphore // the semaphore's keys and its process's machinery
+	l *leased
+}
+
+var _ core.LimitSemaphore = (*Leased)(nil)
+
+// NewLeased returns the semaphore name of limit permits on Redis in the
+// leased-shares mode. It takes New's options and panics as New does.
+func NewLeased(client redis.UniversalClient, name string, limit int64, opts ...Option) *Leased {
+	cfg := buildConfig("NewLeased", takesNone, opts)
+	checkName("NewLeased", name)
+	checkLimit("NewLeased: limit", limit)
+	return newLeasedSem(newRedisBackend(client, cfg).semaphore(name, limit, true))
+}
+
+// NewLeasedKeyed is NewKeyed in the leased-shares mode: one Leased per key,
+// all sharing one process's machinery. It takes NewKeyed's options and
+// panics as NewKeyed does. Keyed.Adopt and ReleaseID refuse its permits.
+func NewLeasedKeyed(client redis.UniversalClient, name string, defaultLimit int64, opts ...Option) *core.Keyed {
+	cfg := buildConfig("NewLeasedKeyed", takesKeyed, opts)
+	checkName("NewLeasedKeyed", name)
+	checkLimit("NewLeasedKeyed: default limit", defaultLimit)
+	b := newRedisBackend(client, cfg)
+	return core.NewKeyed(name, defaultLimit, func(k core.Key, limit int64) core.LimitSemaphore {
+		s := b.semaphore(k.Name(name), limit, false)
+		s.label = k.Label
+		return newLeasedSem(s)
+	}, b.close, cfg.shared...)
+}
+
+func newLeasedSem(s *Semaphore) *Leased { return &Leased{s: s, l: newLeased(s)} }
+
+// Acquire blocks until the permits are granted within this process's share,
+// in FIFO order among this process's callers, ctx ends, the semaphore is
+// closed or the backend fails (then the failure policy decides). With a
+// permit free in the share and nobody queued in this process it makes no
+// round trip; otherwise it queues in this process and the process asks
+// Redis for more share at once. Every permit has the share's lease, so a
+// per-call core.WithLeaseTTL is an ErrInvalidArgument error.
+func (s *Leased) Acquire(ctx context.Context, opts ...core.AcquireOption) (*core.Permit, error) {
+	return s.l.acquire(ctx, false, opts)
+}
+
+// TryAcquire grants the permits if they are free within this process's
+// share and nobody is queued in this process. Otherwise it waits for one
+// round trip that asks Redis for more share (bounded by ctx), tries once
+// more, and returns an ErrNoPermit error if that did not suffice.
+func (s *Leased) TryAcquire(ctx context.Context, opts ...core.AcquireOption) (*core.Permit, error) {
+	return s.l.acquire(ctx, true, opts)
+}
+
+// SetLimit stores a new limit in Redis for every process sharing the
+// semaphore, as Semaphore.SetLimit does; the shares are rebalanced to it.
+func (s *Leased) SetLimit(ctx context.Context, limit int64) error {
+	if err := limitError(limit); err != nil {
+		return err
+	}
+	return s.l.setLimit(ctx, limit)
+}
+
+// Stats reports this process's holders and waiters as they are, and the
+// other processes' as of their last heartbeat.
+func (s *Leased) Stats(ctx context.Context) (core.Stats, error) { return s.l.stats(ctx) }
+
+// Close gives the share back (or, if permits are still held, lets its lease
+// end), closes Lost on held permits and fails queued calls with
+// core.ErrClosed. It stops the process's goroutines of this semaphore and
+// waits for them. Close does not close the Redis client.
+func (s *Leased) Close() error { return s.s.Close() }

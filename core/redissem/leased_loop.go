@@ -1,0 +1,221 @@
+package redissem
+
+import (
+	"context"
+	"github.com/distsem/distsem/core"
+	"time"
+)
+
+const (
+	// shareRebalance is how often every process beats while some process
+	// wants more than its share (Redis says "hot"), so that shares move
+	// within a few of these; at most TTL/3.
+	shareRebalance = 25 * time.Millisecond
+	// shareRotation is how long the units left over by integer shares stay
+	// with the same processes before they move on to the next ones.
+	shareRotation = 200 * time.Millisecond
+	// shareMinGap spaces the beats that pokes ask for.
+	shareMinGap = 2 * time.Millisecond
+)
+
+// loop runs while the process has demand or holds a share: it beats at
+// once, then every TTL/3 (every shareRebalance while the fleet is hot, and
+// when poked), and stops, leaving its entry in Redis, once the process has
+// had no demand and no share for a whole TTL/3. At Close it leaves, marks
+// the held permits lost and fails the local waiters with ErrClosed.
+func (l *leased) loop() {
+	b := l.s.b
+	ttl := b.cfg.leaseTTL
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	var st beatState
+	idleSince := time.Time{}
+	for {
+		select {
+		case <-b.stop:
+			l.shutdown()
+			return
+		case <-timer.C:
+		case <-l.wake:
+			if d := time.Until(st.last.Add(shareMinGap)); d > 0 {
+				select {
+				case <-b.stop:
+					l.shutdown()
+					return
+				case <-time.After(d):
+				}
+			}
+		}
+		next := l.beat(&st)
+		l.mu.Lock()
+		idle := l.demand == 0 && len(l.held) == 0 && st.share == 0 && !l.down
+		l.mu.Unlock()
+		switch {
+		case !idle:
+			idleSince = time.Time{}
+		case idleSince.IsZero():
+			idleSince = time.Now()
+		case time.Since(idleSince) >= ttl/3:
+			if l.leave() {
+				return
+			}
+			idleSince = time.Time{}
+			st = beatState{}
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(next)
+	}
+}
+
+// beatState is what the loop knows of this process's share.
+type beatState struct {
+	registered bool      // Redis gave this process an epoch that it still holds
+	epoch      int64     // the epoch of the share, from Redis
+	share      int64     // as Redis stored it at the last successful beat
+	lastOK     time.Time // when the last successful beat was sent
+	last       time.Time // when the last beat was sent
+}
+
+// beat reports the demand and applies the share Redis answers; it returns
+// how long to sleep.
+func (l *leased) beat(st *beatState) time.Duration {
+	b := l.s.b
+	ttl := b.cfg.leaseTTL
+	l.mu.Lock()
+	demand := max(l.peak, l.demand)
+	l.peak = l.demand
+	l.beatGen++
+	gen := l.beatGen
+	l.mu.Unlock()
+	ls := l.loc.State()
+	inUse, waiting := ls.InUse, ls.WaitN
+	demand = max(demand, inUse+ls.WaitW)
+	l.mu.Lock()
+	l.reported = demand
+	l.mu.Unlock()
+	keep := max(inUse, ls.Share)
+	sent := time.Now()
+	st.last = sent
+	r, err := l.runWithin(context.Background(), ttl/3, "beat",
+		shareArgs{demand: demand, keep: keep, inUse: inUse, waiting: waiting, need: ls.Head})
+	defer l.beaten(gen)
+	if err != nil {
+		b.report(l.s.label, unavailable("renew share", l.s.name, err))
+		down := !b.brk.down().IsZero() && time.Since(b.brk.down()) >= b.cfg.fault.outageGrace
+		lose := st.registered && time.Since(st.lastOK) >= ttl
+		if lose {
+			// The lease may have ended in Redis: grant nothing more and
+			// tell the holders.
+			st.registered, st.share = false, 0
+			l.loc.Set(l.loc.State().Limit, 0)
+		}
+		l.setDown(down && !st.registered, err)
+		if lose {
+			l.loseAll()
+		}
+		return min(ttl/3, 100*time.Millisecond)
+	}
+	if r.code == 2 || r.epoch != st.epoch {
+		if st.registered {
+			// Redis no longer had this process's entry (its lease ended,
+			// or a failover lost it) and gave a new epoch: the share that
+			// covered the permits held was gone.
+			l.loseAll()
+		}
+		l.loc.RaiseTokens(r.epoch << 32)
+		st.epoch = r.epoch
+	}
+	st.registered, st.share, st.lastOK = true, r.share, sent
+	local := min(r.share, r.target)
+	l.loc.Set(r.limit, local)
+	l.mu.Lock()
+	l.shrink = r.share > local
+	l.down = false
+	l.mu.Unlock()
+	if r.hot || r.share > local {
+		return min(ttl/3, shareRebalance)
+	}
+	return ttl / 3
+}
+
+// beaten wakes the callers waiting for a beat (TryAcquire).
+func (l *leased) beaten(gen uint64) {
+	l.mu.Lock()
+	l.doneGen = gen
+	close(l.beatDone)
+	l.beatDone = make(chan struct{})
+	l.mu.Unlock()
+}
+
+// setDown records whether the process is without a valid share while Redis
+// is unreachable, and cause, the failed beat's error; on the way down it
+// ends the local waits, which then take the failure policy.
+func (l *leased) setDown(down bool, cause error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.down, l.downErr = down, nil
+	if down {
+		l.downErr = cause
+		for w := range l.waiting {
+			w.cancel(l.outage())
+		}
+	}
+}
+
+// loseAll closes Lost on every permit held: the share covering them is gone.
+func (l *leased) loseAll() {
+	l.mu.Lock()
+	var lost []*leasedPermit
+	for p, was := range l.held {
+		if !was {
+			l.held[p] = true
+			close(p.lost)
+			lost = append(lost, p)
+		}
+	}
+	l.mu.Unlock()
+	for _, p := range lost {
+		l.s.b.cfg.observe(core.Event{Kind: core.EventLost, Name: l.s.label, Weight: p.weight})
+	}
+}
+
+// leave gives the (empty) share's entry back and stops the loop, unless
+// demand came meanwhile; it reports whether the loop stopped.
+func (l *leased) leave() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), l.s.b.cfg.fault.opTimeout)
+	_, err := l.run(ctx, "leave", 0)
+	cancel()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err != nil || l.demand > 0 || len(l.held) > 0 {
+		return false
+	}
+	l.running = false
+	return true
+}
+
+// shutdown runs at Close: local waiters get ErrClosed, held permits are
+// lost, and the share goes back to Redis (bounded by the operation
+// timeout) unless permits are still held: then it comes back when its
+// lease ends, as the permits of the default mode do.
+func (l *leased) shutdown() {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+	_ = l.loc.Close()
+	l.mu.Lock()
+	holding := len(l.held) > 0
+	l.mu.Unlock()
+	l.loseAll()
+	if holding {
+		return // their share comes back when its lease ends, as in the default mode
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), l.s.b.cfg.fault.opTimeout)
+	_, _ = l.run(ctx, "leave", 0)
+	cancel()
+}

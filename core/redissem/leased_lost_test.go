@@ -1,0 +1,192 @@
+package redissem_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/distsem/distsem/core"
+)
+
+// waitLost waits (bounded) for p's Lost channel.
+func waitLost(t *testing.T, p *core.Permit, what string) {
+	t.Helper()
+	select {
+	case <-p.Lost():
+	case <-time.After(10 * time.Second):
+		t.Fatalf("Lost not closed within 10s after %s", what)
+	}
+}
+
+// TestLeasedShareGoneClosesLost removes the process's share from Redis:
+// the next beat must close Lost on the permits it covered, and Release
+// must report ErrNotHeld.
+func TestLeasedShareGoneClosesLost(t *testing.T) {
+	c, m := miniClient(t)
+	s := core.NewRedis(c, "gone", 2, core.WithDefaultLeaseTTL(300*time.Millisecond), core.WithLeasedShares())
+	defer s.Close()
+	p := acquire(t, s)
+	m.Del("distsem:{gone}:ls")
+	waitLost(t, p, "the share was deleted")
+	if err := p.Release(context.Background()); !errors.Is(err, core.ErrNotHeld) {
+		t.Fatalf("Release of a permit whose share was lost = %v, want ErrNotHeld", err)
+	}
+	// The process gets a new share and keeps working.
+	acquire(t, s).Release(context.Background())
+}
+
+// TestLeasedUnreachableClosesLost stops Redis: once renewal has failed for
+// longer than the lease, Lost is closed.
+func TestLeasedUnreachableClosesLost(t *testing.T) {
+	c, m := miniClient(t)
+	s := core.NewRedis(c, "down", 2, core.WithDefaultLeaseTTL(300*time.Millisecond), core.WithLeasedShares())
+	defer s.Close()
+	p := acquire(t, s)
+	m.Close()
+	waitLost(t, p, "Redis went away")
+	if _, err := s.TryAcquire(context.Background()); !errors.Is(err, core.ErrUnavailable) {
+		t.Fatalf("TryAcquire without a share while Redis is down = %v, want ErrUnavailable", err)
+	}
+}
+
+// TestLeasedCloseClosesLost: Close marks held permits lost, fails local
+// waiters with ErrClosed, and later calls too.
+func TestLeasedCloseClosesLost(t *testing.T) {
+	c, _ := miniClient(t)
+	s := core.NewRedis(c, "close", 1, core.WithLeasedShares())
+	p := acquire(t, s)
+	got := make(chan error, 1)
+	go func() { _, err := s.Acquire(context.Background()); got <- err }()
+	waitQueued(t, s, 1)
+	ok(t, s.Close())
+	waitLost(t, p, "Close")
+	if err := <-got; !errors.Is(err, core.ErrClosed) {
+		t.Fatalf("queued Acquire after Close = %v, want ErrClosed", err)
+	}
+	if _, err := s.Acquire(context.Background()); !errors.Is(err, core.ErrClosed) {
+		t.Fatalf("Acquire after Close = %v, want ErrClosed", err)
+	}
+}
+
+// TestLeasedRotation: limit 1, two processes that both always want it.
+// Integer shares cannot be equal, so the share must rotate: both get
+// grants (counted, not timed).
+func TestLeasedRotation(t *testing.T) {
+	c, _ := miniClient(t)
+	var counts [2]atomic.Int64
+	var wg sync.WaitGroup
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for i := range 2 {
+		s := core.NewRedis(c, "rot", 1, core.WithLeasedShares())
+		defer s.Close()
+		for range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for counts[0].Load() < 20 || counts[1].Load() < 20 {
+					p, err := s.Acquire(ctx)
+					if err != nil {
+						t.Errorf("process %d: %v", i, err)
+						return
+					}
+					counts[i].Add(1)
+					ok(t, p.Release(context.Background()))
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	t.Logf("grants per process: %d, %d", counts[0].Load(), counts[1].Load())
+}
+
+// shareScript runs core/lua/share.lua as the Go code does.
+func shareScript(t *testing.T, c *redis.Client, pid, op string, demand, keep int64) []int64 {
+	t.Helper()
+	src, err := os.ReadFile("lua/share.lua")
+	ok(t, err)
+	v, err := redis.NewScript(string(src)).Run(context.Background(), c, []string{"x{s}:ls"},
+		4, pid, op, demand, keep, 0, 10000, 0, 200, 0, 0).Int64Slice()
+	ok(t, err)
+	return v
+}
+
+// TestLeasedScriptIdempotentAndFair: a retried beat does not count a share
+// twice; the shares never sum above the limit; they are max-min fair by
+// demand; a process grows only into free capacity.
+func TestLeasedScriptIdempotentAndFair(t *testing.T) {
+	c, _ := miniClient(t)
+	a1 := shareScript(t, c, "a", "beat", 10, 0)
+	a2 := shareScript(t, c, "a", "beat", 10, 0) // a retried copy
+	if a1[1] != 4 || a2[1] != 4 || a2[0] != 1 {
+		t.Fatalf("alone with demand 10: share %d then %d (code %d), want 4 twice", a1[1], a2[1], a2[0])
+	}
+	b := shareScript(t, c, "b", "beat", 1, 0)
+	if b[1] != 0 || b[3] != 1 {
+		t.Fatalf("b: share %d target %d, want 0 (no free capacity) and target 1", b[1], b[3])
+	}
+	// a keeps 4 in use: it may not shrink below that yet.
+	a3 := shareScript(t, c, "a", "beat", 10, 4)
+	if a3[1] != 4 || a3[3] != 3 {
+		t.Fatalf("a in use 4: share %d target %d, want 4 and 3", a3[1], a3[3])
+	}
+	// a released down to its target: its share shrinks, b grows.
+	a4 := shareScript(t, c, "a", "beat", 10, 3)
+	b2 := shareScript(t, c, "b", "beat", 1, 0)
+	b3 := shareScript(t, c, "b", "beat", 1, 0)
+	if a4[1] != 3 || b2[1] != 1 || b3[1] != 1 {
+		t.Fatalf("shares a %d, b %d then %d; want 3, 1, 1", a4[1], b2[1], b3[1])
+	}
+	if st := shareScript(t, c, "z", "stats", 0, 0); st[2] != 4 {
+		t.Fatalf("stats limit %d, want 4", st[2])
+	}
+}
+
+// TestLeasedHeavyWeightGetsItsTurn: limit 4, one process keeps 4 callers of
+// weight 1 busy, another asks for weight 4, more than its fair share of 2.
+// It must get it (the heavy process's turn), not wait for the other's
+// demand to end.
+func TestLeasedHeavyWeightGetsItsTurn(t *testing.T) {
+	c, _ := miniClient(t)
+	a := core.NewRedis(c, "heavy", 4, core.WithLeasedShares())
+	defer a.Close()
+	b := core.NewRedis(c, "heavy", 4, core.WithLeasedShares())
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	actx, stop := context.WithCancel(ctx)
+	busy := make(chan struct{})
+	var once sync.Once
+	var wg sync.WaitGroup
+	var grants atomic.Int64
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				p, err := a.Acquire(actx)
+				if err != nil {
+					return
+				}
+				if grants.Add(1) == 100 {
+					once.Do(func() { close(busy) }) // a holds the whole limit by now
+				}
+				ok(t, p.Release(context.Background()))
+			}
+		}()
+	}
+	<-busy
+	p, err := b.Acquire(ctx, core.WithWeight(4))
+	stop()
+	wg.Wait()
+	if err != nil {
+		t.Fatalf("weight 4 against a busy process: %v", err)
+	}
+	ok(t, p.Release(context.Background()))
+}

@@ -1,0 +1,99 @@
+package redissem
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"github.com/distsem/distsem/core"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The leased mode's one script: every decision about shares.
+var (
+	//go:embed lua/share.lua
+	luaShare    string
+	scriptShare = redis.NewScript(luaShare)
+)
+
+// shareReply is the reply of share.lua.
+type shareReply struct {
+	code, share, limit, target, epoch, nowUS, inUse, waiting int64
+	myInUse, myWaiting                                       int64
+	hot                                                      bool
+}
+
+// run runs share.lua once, bounded by ctx and the operation timeout, and
+// records the outcome in the breaker (it is never refused by it: a beat is
+// a probe, like a renewal).
+func (l *leased) run(ctx context.Context, op string, newLimit int64) (shareReply, error) {
+	return l.runWithin(ctx, l.s.b.cfg.fault.opTimeout, op, shareArgs{newLimit: newLimit})
+}
+
+// shareArgs is what a beat reports (zero for the other ops).
+type shareArgs struct {
+	demand, keep, inUse, waiting, need, newLimit int64
+}
+
+// runWithin is run bounded by d (and the operation timeout) rather than by
+// ctx alone: a beat that takes longer than d is a backend failure.
+func (l *leased) runWithin(ctx context.Context, d time.Duration, op string, a shareArgs) (shareReply, error) {
+	b := l.s.b
+	bound := min(d, b.cfg.fault.opTimeout)
+	sent := time.Now()
+	octx, cancel := context.WithTimeout(ctx, bound)
+	v, err := b.call(ctx, octx, scriptShare, l.keys, []any{l.s.limit, l.pid, op, a.demand, a.keep, a.inUse,
+		b.cfg.leaseTTL.Milliseconds(), a.newLimit, shareRotation.Milliseconds(), a.waiting, a.need})
+	cancel()
+	recv := time.Now()
+	b.brk.record(classify(ctx, err, recv.Sub(sent), b.cfg.fault.opTimeout), recv)
+	if err != nil {
+		return shareReply{}, b.dials.explain(ctx, sent, err)
+	}
+	if len(v) != 11 {
+		return shareReply{}, fmt.Errorf("core: unexpected share reply of %d elements", len(v))
+	}
+	n := make([]int64, 11)
+	for i := range v {
+		n[i], _ = v[i].(int64)
+	}
+	r := shareReply{code: n[0], share: n[1], limit: n[2], target: n[3], epoch: n[4], hot: n[5] == 1,
+		nowUS: n[6], inUse: n[7], waiting: n[8], myInUse: n[9], myWaiting: n[10]}
+	if r.limit > 0 {
+		l.s.seen.Store(r.limit)
+	}
+	return r, nil
+}
+
+// stats reads the fleet's totals: this process's as they are now, the
+// others' as of their last heartbeat.
+func (l *leased) stats(ctx context.Context) (core.Stats, error) {
+	r, err := l.run(ctx, "stats", 0)
+	if err != nil {
+		return core.Stats{}, unavailable("stats", l.s.name, err)
+	}
+	ls := l.loc.State()
+	inUse, waiting := ls.InUse, ls.WaitN
+	l.mu.Lock()
+	for p, lost := range l.held {
+		if lost {
+			inUse -= p.weight // no longer counted, as in the default mode
+		}
+	}
+	l.mu.Unlock()
+	return core.Stats{Limit: r.limit, InUse: r.inUse - r.myInUse + inUse, Waiting: r.waiting - r.myWaiting + waiting}, nil
+}
+
+// setLimit stores limit in Redis for every process and applies it here.
+func (l *leased) setLimit(ctx context.Context, limit int64) error {
+	r, err := l.run(ctx, "setlimit", limit)
+	if err != nil {
+		err = unavailable("set limit", l.s.name, err)
+		l.s.b.report(l.s.label, err)
+		return err
+	}
+	l.loc.Set(r.limit, l.loc.State().Share)
+	l.poke()
+	return nil
+}

@@ -1,0 +1,19 @@
+package redissem_test
+
+import (
+	"os"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/distsem/distsem/core/coretest"
+)
+
+// TestMain doubles as the entry point of the child processes that the
+// multi-process tests start by running this test binary again.
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(childEnv); mode != "" {
+		os.Exit(runChild(mode))
+	}
+	goleak.VerifyTestMain(m, goleak.Cleanup(coretest.Exit))
+}

@@ -1,0 +1,289 @@
+package redissem
+
+import (
+	"crypto/rand"
+	"fmt"
+	"github.com/distsem/distsem/core"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// redisBackend is the per-process machinery shared by the Redis semaphores
+// of one constructor: one pub/sub subscription on this process's own
+// channel (on Cluster one per master, redis_shard.go), and one loop that
+// renews every lease and keeps every waiter alive. No goroutine runs until
+// a permit is held or a waiter queues.
+type redisBackend struct {
+	client  redis.UniversalClient
+	cfg     config
+	channel string // where scripts publish this process's grants (standalone, Sentinel)
+	sharded bool   // Cluster: a shard channel per semaphore (redis_shard.go)
+	idBase  string // random per backend: ids are idBase + a counter
+	idSeq   atomic.Uint64
+
+	ctxHonoured bool          // the client bounds its I/O by each call's ctx
+	brk         breaker       // consecutive failures, outage start
+	dials       *dialWatch    // the client's latest dial: names a refused one
+	subSem      chan struct{} // serialises subscribing (a lock that ctx can abandon)
+	rightsOK    atomic.Bool   // the user's rights were checked (redis_rights.go)
+	ttlArgs     ttlArgs       // the default lease's arguments, boxed once (redis_run.go)
+	hooks       *testHooks    // nil but in tests (redis_follow.go)
+
+	mu     sync.Mutex
+	pubsub *sub // nil until the first wait subscribes
+	// want: on Cluster, the shard channels to subscribe, by channel
+	// (redis_shard.go). resubbing, lastResub and lastReload bound how often
+	// the subscription moves and the slot map reloads (redis_follow.go).
+	want       map[string]*shardWant
+	lastSweep  time.Time
+	resubbing  bool
+	lastResub  time.Time
+	lastReload time.Time
+	lastReplay time.Time
+	recent     releaseRing // ids released within their lease, oldest first
+	// waiters are the Acquire calls of this process that a grant note may
+	// name, by waiter id; sems tracks, per semaphore, what the loop renews.
+	waiters map[string]*redisWaiter
+	sems    map[*Semaphore]*semTrack
+	orphans map[string]orphan // abandoned waiter ids whose leave gave up (redis_orphan.go)
+	looping bool
+	closed  bool
+
+	wake    chan struct{}
+	stop    chan struct{}
+	beatSem chan struct{} // bounds the heartbeats in flight
+	wg      sync.WaitGroup
+}
+
+type semTrack struct {
+	held     map[*holder]time.Time   // permit -> local estimate of lease end
+	waiting  map[string]*redisWaiter // queued in Redis (after the script said so)
+	nextBeat time.Time
+	reapAt   time.Time // earliest lease end seen, while waiting; zero if none
+	beating  bool      // a heartbeat is in flight
+}
+
+type redisWaiter struct {
+	s   *Semaphore
+	id  string
+	ttl time.Duration
+	ch  chan grantNote // buffered: the single note that ends the wait
+}
+
+func newRedisBackend(client redis.UniversalClient, cfg config) *redisBackend {
+	if client == nil {
+		panic("core: NewRedis expects a non-nil client")
+	}
+	if strings.ContainsAny(cfg.prefix, "{}") {
+		panic(fmt.Sprintf("core: key prefix %q must not contain '{' or '}'", cfg.prefix))
+	}
+	if cfg.leaseTTL < minLeaseTTL {
+		panic(fmt.Sprintf("core: lease TTL %v is below the minimum %v", cfg.leaseTTL, minLeaseTTL))
+	}
+	id := rand.Text()
+	cfg.fault = cfg.fault.resolve(cfg.leaseTTL)
+	// On Cluster, PUBLISH counts only the subscribers of the node that runs
+	// the script, so each semaphore gets its own shard channel, whose
+	// subscribers its slot's master counts (redis_shard.go).
+	_, sharded := client.(*redis.ClusterClient)
+	b := &redisBackend{
+		sharded:     sharded,
+		want:        make(map[string]*shardWant),
+		ctxHonoured: ctxHonoured(client),
+		brk:         breaker{failures: cfg.fault.failures, cooldown: cfg.fault.cooldown},
+		dials:       watchDials(client),
+		subSem:      make(chan struct{}, 1),
+		client:      client,
+		cfg:         cfg,
+		idBase:      id[:16] + ".", // 80 random bits
+		channel:     cfg.prefix + "notify:" + id,
+		waiters:     make(map[string]*redisWaiter),
+		sems:        make(map[*Semaphore]*semTrack),
+		wake:        make(chan struct{}, 1),
+		beatSem:     make(chan struct{}, beatParallel),
+		stop:        make(chan struct{}),
+	}
+	b.ttlArgs = ttlArgs{lease: cfg.leaseTTL, ms: cfg.leaseTTL.Milliseconds(), tomb: b.tombTTL(cfg.leaseTTL)}
+	return b
+}
+
+// newID returns a holder or waiter id, unique across processes: a random
+// base per backend and a counter (no system call per Acquire).
+func (b *redisBackend) newID() string {
+	var buf [32]byte // one allocation: the string
+	return string(strconv.AppendUint(append(buf[:0], b.idBase...), b.idSeq.Add(1), 36))
+}
+
+func (b *redisBackend) semaphore(name string, limit int64, owned bool) *Semaphore {
+	if limit <= 0 {
+		panic(fmt.Sprintf("core: NewRedis expects limit > 0, got %d", limit))
+	}
+	tag := b.cfg.prefix + "{" + name + "}:"
+	s := &Semaphore{b: b, name: name, label: name, limit: limit, owned: owned,
+		keys: []string{tag + "m", tag + "h", tag + "q", tag + "p"}}
+	s.notify = b.channel
+	if b.sharded {
+		// The channel's hash tag is the semaphore's: the same slot.
+		s.notify = b.cfg.prefix + "notify:{" + name + "}:" + strings.TrimPrefix(b.channel, b.cfg.prefix+"notify:")
+	}
+	s.args = newEvalArgs(s.keys, s.notify)
+	s.fallback = newFallback(name, b.cfg)
+	return s
+}
+
+// deliver hands each note to the waiter it names, if it still waits. A
+// grant to an orphan (a waiter whose clean-up gave up) is released in the
+// background. Notes come from pub/sub and from every script's reply, the
+// heartbeat's catch-up included.
+func (b *redisBackend) deliver(notes []grantNote) {
+	if len(notes) == 0 {
+		return
+	}
+	type adopted struct {
+		id string
+		o  orphan
+	}
+	var free []adopted
+	b.mu.Lock()
+	for _, n := range notes {
+		w := b.waiters[n.id]
+		if w == nil {
+			// Already served, or gave up: its clean-up frees the grant,
+			// unless that clean-up gave up too (an orphan).
+			if o, ok := b.adoptOrphan(n); ok && !b.closed {
+				free = append(free, adopted{n.id, o})
+			}
+			continue
+		}
+		delete(b.waiters, n.id)
+		if t := b.sems[w.s]; t != nil {
+			delete(t.waiting, n.id)
+		}
+		w.ch <- n
+	}
+	b.mu.Unlock()
+	for _, a := range free {
+		b.releaseOrphan(a.id, a.o)
+	}
+}
+
+// addWaiter makes w reachable by grant notes. It must run before the
+// acquire script, because the grant may be published before the reply.
+func (b *redisBackend) addWaiter(w *redisWaiter) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return core.ErrClosed
+	}
+	b.waiters[w.id] = w
+	return nil
+}
+
+// queued records that w is in s's Redis queue, so heartbeats keep it alive,
+// and schedules a reap at the earliest lease end (ms, -1 if none).
+func (b *redisBackend) queued(w *redisWaiter, nextMS int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed || b.waiters[w.id] != w {
+		return // closed, or already granted
+	}
+	t := b.track(w.s, w.ttl)
+	t.waiting[w.id] = w
+	if nextMS >= 0 {
+		at := time.Now().Add(time.Duration(nextMS+1) * time.Millisecond)
+		if t.reapAt.IsZero() || at.Before(t.reapAt) {
+			t.reapAt = at
+			b.poke()
+		}
+	}
+}
+
+// removeWaiter stops deliveries to w. It reports whether w was still
+// waiting; if not, its note is in w.ch.
+func (b *redisBackend) removeWaiter(w *redisWaiter) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if t := b.sems[w.s]; t != nil {
+		delete(t.waiting, w.id)
+	}
+	if b.waiters[w.id] != w {
+		return false
+	}
+	delete(b.waiters, w.id)
+	return true
+}
+
+// hold tracks a granted permit for renewal. After Close it does not, and
+// reports false.
+//
+// The local estimate of the lease's end starts at the grant's server time
+// (converted to the local clock), not at receipt: a grant that arrived late
+// (a heartbeat's catch-up after a lost notification) has less lease left,
+// and if a third of it or more is gone it is renewed at once.
+func (b *redisBackend) hold(s *Semaphore, p *holder) bool {
+	ttl := time.Duration(p.ttl) * time.Millisecond
+	now := time.Now()
+	start := now
+	if at, ok := s.clock.local(p.grantUS); ok && at.Before(now) {
+		start = at
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return false
+	}
+	t := b.track(s, ttl)
+	t.held[p] = start.Add(ttl)
+	if now.Sub(start) >= ttl/3 {
+		t.nextBeat = time.Time{}
+		b.poke()
+	}
+	return true
+}
+
+func (b *redisBackend) unhold(s *Semaphore, p *holder) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if t := b.sems[s]; t != nil {
+		delete(t.held, p)
+	}
+}
+
+// track returns s's tracking state, creating it and starting the loop if
+// needed. b.mu must be held, and b must not be closed.
+func (b *redisBackend) track(s *Semaphore, ttl time.Duration) *semTrack {
+	t := b.sems[s]
+	if t == nil {
+		t = &semTrack{held: make(map[*holder]time.Time), waiting: make(map[string]*redisWaiter)}
+		b.sems[s] = t
+	}
+	if beat := time.Now().Add(ttl / 3); t.nextBeat.IsZero() || beat.Before(t.nextBeat) {
+		t.nextBeat = beat
+		b.poke()
+	}
+	if !b.looping {
+		b.looping = true
+		b.wg.Add(1)
+		go b.loop()
+	}
+	return t
+}
+
+func (b *redisBackend) poke() {
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (b *redisBackend) report(name string, err error) {
+	if b.cfg.onError != nil {
+		b.cfg.onError(err)
+	}
+	b.cfg.observe(core.Event{Kind: core.EventBackendError, Name: name, Err: err})
+}

@@ -1,0 +1,69 @@
+package redissem
+
+import (
+	"context"
+	"github.com/distsem/distsem/core"
+	"sync"
+)
+
+// close takes this process's waiters out of the Redis queue (each leave
+// bounded by the operation timeout, all at once), stops the loop and the
+// listener and waits for them and for the background clean-up, which stops
+// retrying. Queued Acquire calls return ErrClosed; held permits are marked
+// lost and are no longer renewed: they return to the semaphore when
+// released, or when their lease ends.
+func (b *redisBackend) close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	ws := make([]*redisWaiter, 0, len(b.waiters))
+	for id, w := range b.waiters {
+		ws = append(ws, w)
+		delete(b.waiters, id)
+	}
+	var lost []*holder
+	for s, t := range b.sems {
+		for p := range t.held {
+			close(p.lost)
+			lost = append(lost, p)
+		}
+		delete(b.sems, s)
+	}
+	ps := b.pubsub
+	if ps != nil {
+		ps.abandon()
+	}
+	b.mu.Unlock()
+
+	// Leave before the waiters return, so that "sem.Close();
+	// client.Close()" leaves nothing queued. The release script also
+	// passes on a permit that was granted meanwhile, and its tombstone
+	// refuses an acquire still in flight.
+	var leaves sync.WaitGroup
+	for _, w := range ws {
+		leaves.Add(1)
+		go func() {
+			defer leaves.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), b.cfg.fault.opTimeout)
+			defer cancel()
+			_, _ = w.s.runScript(ctx, scriptRelease, false, w.s.limit, w.id, b.tombTTL(w.ttl))
+		}()
+	}
+	leaves.Wait()
+	for _, w := range ws {
+		w.ch <- grantNote{id: w.id, token: noteClosed}
+	}
+	close(b.stop)
+	for _, p := range lost {
+		b.cfg.observe(core.Event{Kind: core.EventLost, Name: "", Weight: p.weight, Err: core.ErrClosed})
+	}
+	var err error
+	if ps != nil {
+		err = ps.close()
+	}
+	b.wg.Wait()
+	return err
+}

@@ -1,0 +1,36 @@
+package redissem_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/coretest"
+	"github.com/distsem/distsem/core/internal/faultproxy"
+)
+
+// TestReleaseBudgetUnderBlackhole: Release retries a release whose reply
+// was lost within twice the operation timeout, then returns ErrUnavailable,
+// even with a ctx that never ends. The budget bounds the round trips
+// without a context of its own (releaseID), so this guards it.
+func TestReleaseBudgetUnderBlackhole(t *testing.T) {
+	p := newFaultProxy(t, coretest.RedisAddr(t))
+	op := 300 * time.Millisecond
+	s := core.NewRedis(proxyClient(t, p, nil), "budget", 1, core.WithKeyPrefix(uniquePrefix(t)),
+		core.WithOperationTimeout(op), core.WithCircuitBreaker(0, 0)) // no breaker: every retry is sent
+	defer s.Close()
+	pm := acquire(t, s)
+	ok(t, p.SetMode(faultproxy.Blackhole))
+	var err error
+	took := within(t, 2*op+slack, "Release under a blackhole", func() error {
+		err = pm.Release(context.Background())
+		return nil
+	})
+	if !errors.Is(err, core.ErrUnavailable) {
+		t.Fatalf("Release under a blackhole: %v, want ErrUnavailable", err)
+	}
+	t.Logf("returned after %v (budget %v)", took, 2*op)
+	ok(t, p.SetMode(faultproxy.Pass))
+}

@@ -1,0 +1,299 @@
+package redissem_test
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/coretest"
+)
+
+// awaitNoShardChannels polls the servers every step until the client named
+// client has no shard channel subscribed (an unsubscribe takes effect on
+// the server after its reply), or ctx ends; it returns how many are left.
+func awaitNoShardChannels(ctx context.Context, t *testing.T, admin *redis.ClusterClient, client string, step time.Duration) int {
+	for {
+		_, channels, _ := shardSubs(ctx, t, admin, client)
+		if channels == 0 {
+			return 0
+		}
+		select {
+		case <-ctx.Done():
+			return channels
+		case <-time.After(step):
+		}
+	}
+}
+
+// clusterClients returns a Cluster client named after name (unique per
+// call, so that CLIENT LIST tells its connections apart) and an unnamed
+// admin client, both closed at the test's end.
+func clusterClients(t *testing.T, name string) (c, admin *redis.ClusterClient, client string) {
+	addrs := coretest.RedisClusterAddrs(t)
+	client = name + strconv.FormatInt(time.Now().UnixNano(), 36)
+	c = redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ClientName: client})
+	t.Cleanup(func() { _ = c.Close() })
+	admin = redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	t.Cleanup(func() { _ = admin.Close() })
+	return c, admin, client
+}
+
+// TestClusterKeyedShardSubscriptions: on Cluster a process that waits on
+// many keyed semaphores (many slots) subscribes one shard channel per key
+// on one connection per master, not one connection per key, and every
+// grant reaches its waiter through them.
+func TestClusterKeyedShardSubscriptions(t *testing.T) {
+	prefix := uniquePrefix(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, admin, client := clusterClients(t, "shard")
+	opts := []core.Option{core.WithKeyPrefix(prefix)}
+	holders := core.NewRedisKeyed(admin, "kk", 1, opts...)
+	defer holders.Close()
+	waiters := core.NewRedisKeyed(c, "kk", 1, opts...)
+	defer waiters.Close()
+
+	const n = 40
+	var held []*core.Permit
+	for i := range n {
+		p, err := holders.TryAcquire(ctx, "key"+strconv.Itoa(i))
+		ok(t, err)
+		held = append(held, p)
+	}
+	got := make(chan error, n)
+	for i := range n {
+		go func() {
+			p, err := waiters.Acquire(ctx, "key"+strconv.Itoa(i))
+			if err == nil {
+				err = p.Release(ctx)
+			}
+			got <- err
+		}()
+	}
+	for i := range n {
+		for {
+			st, err := waiters.Stats(ctx, "key"+strconv.Itoa(i))
+			ok(t, err)
+			if st.Waiting == 1 {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("key%d: waiter not queued", i)
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+
+	conns, channels, masters := shardSubs(ctx, t, admin, client)
+	if conns > masters || channels != n {
+		t.Errorf("%d subscription connections with %d shard channels on %d masters, want at most one per master and %d channels", conns, channels, masters, n)
+	}
+	t.Logf("%d keyed waiters: %d subscription connections, %d shard channels", n, conns, channels)
+
+	for _, p := range held {
+		ok(t, p.Release(ctx))
+	}
+	for range n {
+		select {
+		case err := <-got:
+			ok(t, err)
+		case <-ctx.Done():
+			t.Fatal("a keyed waiter was not served")
+		}
+	}
+}
+
+// shardSubs counts, over the masters of a Cluster, the pub/sub connections
+// of the client named client and their shard channels.
+func shardSubs(ctx context.Context, t *testing.T, admin *redis.ClusterClient, client string) (conns, channels, masters int) {
+	t.Helper()
+	var mu sync.Mutex // ForEachMaster runs on every master at once
+	ok(t, admin.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		list, err := m.Do(ctx, "CLIENT", "LIST", "TYPE", "pubsub").Text()
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		masters++
+		for _, line := range strings.Split(list, "\n") {
+			if !strings.Contains(line, " name="+client+" ") {
+				continue
+			}
+			conns++
+			for _, f := range strings.Fields(line) {
+				if v, found := strings.CutPrefix(f, "ssub="); found {
+					k, _ := strconv.Atoi(v)
+					channels += k
+				}
+			}
+		}
+		return nil
+	}))
+	return conns, channels, masters
+}
+
+// TestClusterIdleShardChannelsDropped: a process that stops using keyed
+// semaphores drops their shard channels (SUNSUBSCRIBE) within about two
+// lease TTLs, although it subscribes nothing new; they used to stay until
+// another semaphore was subscribed. A key used again is subscribed again
+// and its waiter served.
+func TestClusterIdleShardChannelsDropped(t *testing.T) {
+	prefix := uniquePrefix(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, admin, client := clusterClients(t, "idle")
+	const ttl = time.Second
+	opts := []core.Option{core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(ttl)}
+	sems := core.NewRedisKeyed(c, "idle", 1, opts...)
+	defer sems.Close()
+	holders := core.NewRedisKeyed(admin, "idle", 1, opts...)
+	defer holders.Close()
+
+	const n = 10
+	start := time.Now()
+	for i := range n {
+		p, err := sems.Acquire(ctx, "key"+strconv.Itoa(i)) // subscribes its channel first
+		ok(t, err)
+		ok(t, p.Release(ctx))
+	}
+	if _, channels, _ := shardSubs(ctx, t, admin, client); channels != n {
+		t.Fatalf("%d shard channels after %d keys were used, want %d", channels, n, n)
+	}
+	if n := awaitNoShardChannels(ctx, t, admin, client, 50*time.Millisecond); n > 0 {
+		t.Fatalf("%d shard channels still subscribed %v after their keys were last used (lease TTL %v)", n, time.Since(start), ttl)
+	}
+	t.Logf("idle shard channels dropped %v after the first of %d keys was used (lease TTL %v)", time.Since(start), n, ttl)
+
+	h, err := holders.TryAcquire(ctx, "key0")
+	ok(t, err)
+	got := make(chan error, 1)
+	go func() {
+		p, err := sems.Acquire(ctx, "key0")
+		if err == nil {
+			err = p.Release(ctx)
+		}
+		got <- err
+	}()
+	for {
+		st, err := sems.Stats(ctx, "key0")
+		ok(t, err)
+		if st.Waiting == 1 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the waiter on key0 was not queued")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	ok(t, h.Release(ctx))
+	select {
+	case err := <-got:
+		ok(t, err)
+	case <-ctx.Done():
+		t.Fatal("the waiter on a key used again was not served")
+	}
+}
+
+// TestClusterResubscribeRacingSweep: a resubscribe reads the shard
+// channels in use, a sweep then drops one of them as idle (on the old
+// subscription), and the new subscription, which subscribes what it read,
+// replaces the old one. The channel it holds must stay tracked, so that the
+// next sweep drops it: it used to stay subscribed, untracked, until Close.
+func TestClusterResubscribeRacingSweep(t *testing.T) {
+	prefix := uniquePrefix(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, admin, client := clusterClients(t, "resweep")
+	s := core.NewRedis(c, "resweep", 1, core.WithKeyPrefix(prefix))
+	defer s.Close()
+
+	ok(t, core.ListenShard(ctx, s))
+	if sub, tracked := core.ShardChannels(s); len(sub) != 1 || !slices.Equal(sub, tracked) {
+		t.Fatalf("after the first wait's subscription: subscribed %v, tracked %v, want one, the same", sub, tracked)
+	}
+	later := time.Now().Add(time.Hour) // every channel idle
+	core.ResubscribeDuring(s, func() { core.SweepShardsAt(s, later) })
+	sub, tracked := core.ShardChannels(s)
+	for _, ch := range sub {
+		if !slices.Contains(tracked, ch) {
+			t.Fatalf("after a resubscribe raced a sweep: %s subscribed but not tracked (subscribed %v, tracked %v)", ch, sub, tracked)
+		}
+	}
+	core.SweepShardsAt(s, later)
+	if sub, tracked := core.ShardChannels(s); len(sub)+len(tracked) != 0 {
+		t.Fatalf("after the next sweep: subscribed %v, tracked %v, want none", sub, tracked)
+	}
+	if n := awaitNoShardChannels(ctx, t, admin, client, 10*time.Millisecond); n > 0 {
+		t.Fatalf("%d shard channels still subscribed on the servers after the sweep", n)
+	}
+}
+
+// listeningKeyed returns a keyed semaphore named name on Cluster, and its
+// key "a", whose shard channel is subscribed (as by a's first wait), with a
+// ctx of a minute; all end with the test.
+func listeningKeyed(t *testing.T, name string) (context.Context, *core.Keyed, *core.Redis) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	c, _, _ := clusterClients(t, name)
+	k := core.NewRedisKeyed(c, name, 1, core.WithKeyPrefix(uniquePrefix(t)))
+	t.Cleanup(func() { _ = k.Close() })
+	a := core.KeyedRedis(k, "a")
+	ok(t, core.ListenShard(ctx, a))
+	return ctx, k, a
+}
+
+// TestClusterResubscribeRacingFirstWait: a resubscribe reads the shard
+// channels in use, a semaphore's first wait then subscribes its channel on
+// the old subscription, and the new subscription replaces the old one. The
+// new one must subscribe that channel too: it used to lack it, so a grant
+// to that waiter found nobody listening and skipped it, until the waiter's
+// heartbeat (a third of the lease) queued it again.
+func TestClusterResubscribeRacingFirstWait(t *testing.T) {
+	ctx, k, a := listeningKeyed(t, "refirst")
+	b := core.KeyedRedis(k, "b")
+	var during error
+	core.ResubscribeDuring(a, func() { during = core.ListenShard(ctx, b) })
+	ok(t, during)
+	sub, tracked := core.ShardChannels(a)
+	if len(tracked) != 2 || !slices.Equal(sub, tracked) {
+		t.Fatalf("after a first wait raced a resubscribe: subscribed %v, tracked %v, want both channels in both", sub, tracked)
+	}
+}
+
+// TestClusterConcurrentAddsOfOneChannel: two calls that subscribe the same
+// shard channel at once on a master's connection (a first wait, and a new
+// subscription catching up) both end at its confirmation. The second used
+// to take the first's place in the wait, which then lasted until its ctx
+// ended.
+func TestClusterConcurrentAddsOfOneChannel(t *testing.T) {
+	ctx, k, a := listeningKeyed(t, "twoadds")
+	var b *core.Redis
+	for i := 0; b == nil; i++ {
+		if i == 1000 {
+			t.Fatal("no key of 1000 has its channel on the master of a's")
+		}
+		if s := core.KeyedRedis(k, "b"+strconv.Itoa(i)); core.SameMaster(ctx, a, s) {
+			b = s
+		}
+	}
+	actx, acancel := context.WithTimeout(ctx, 5*time.Second)
+	defer acancel()
+	for i, err := range core.AddShardConcurrently(actx, b, 2) {
+		if err != nil {
+			t.Fatalf("add %d of the same channel: %v", i, err)
+		}
+	}
+	if sub, tracked := core.ShardChannels(a); len(sub) != 2 || !slices.Equal(sub, tracked) {
+		t.Fatalf("subscribed %v, tracked %v, want both channels in both", sub, tracked)
+	}
+}

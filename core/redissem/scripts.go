@@ -1,0 +1,138 @@
+package redissem
+
+import (
+	_ "embed"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Every decision is one Lua script: the constants (lua/const.lua), the
+// shared prelude (lua/lib.lua) and the script's own body. go-redis runs them
+// with EVALSHA and falls back to EVAL when the server does not have the
+// script yet. The two scripts of the busy path have their fast paths
+// (lua/fast_*.lua) before the prelude, which return before it runs in the
+// common cases.
+var (
+	//go:embed lua/const.lua
+	luaConst string
+	//go:embed lua/lib.lua
+	luaLib string
+	//go:embed lua/fast_acquire.lua
+	luaFastAcquire string
+	//go:embed lua/fast_release.lua
+	luaFastRelease string
+	//go:embed lua/acquire.lua
+	luaAcquire string
+	//go:embed lua/release.lua
+	luaRelease string
+	//go:embed lua/heartbeat.lua
+	luaHeartbeat string
+	//go:embed lua/setlimit.lua
+	luaSetLimit string
+	//go:embed lua/stats.lua
+	luaStats string
+	//go:embed lua/rights.lua
+	luaRights string
+
+	scriptRights    = redis.NewScript(luaRights)
+	scriptAcquire   = redis.NewScript(scriptSource(luaFastAcquire, luaAcquire))
+	scriptRelease   = redis.NewScript(scriptSource(luaFastRelease, luaRelease))
+	scriptHeartbeat = redis.NewScript(scriptSource("", luaHeartbeat))
+	scriptSetLimit  = redis.NewScript(scriptSource("", luaSetLimit))
+	scriptStats     = redis.NewScript(scriptSource("", luaStats))
+)
+
+// scriptSource is a script's text: the constants, its fast paths (if any),
+// the prelude and its body.
+func scriptSource(fast, body string) string {
+	return luaConst + fast + luaLib + body
+}
+
+// reply is the common shape {code, value, limit, notes, now_us[, again[, deaf]]}
+// of every script's answer. heartbeat.lua puts the list of lost holder ids
+// first. again = 1: the script had already run for this id, so an earlier
+// reply (and the grants it carried) was lost.
+type reply struct {
+	code, value, limit, nowUS int64
+	again                     bool
+	deaf                      bool // nobody heard this process's channel there
+	lost                      []string
+	notes                     []grantNote
+}
+
+// grantNote is a grant (token > 0), a rejection (-1: heavier than the
+// limit) or an eviction (-2: no longer queued) for one waiter.
+type grantNote struct {
+	id      string
+	token   int64
+	grantUS int64 // Redis TIME of the grant, microseconds
+}
+
+func parseReply(v []any) (reply, error) {
+	var r reply
+	if len(v) < 5 || len(v) > 7 {
+		return r, fmt.Errorf("core: unexpected script reply of %d elements", len(v))
+	}
+	switch x := v[0].(type) {
+	case int64:
+		r.code = x
+	case []any:
+		for _, id := range x {
+			s, _ := id.(string)
+			r.lost = append(r.lost, s)
+		}
+	}
+	r.value, _ = v[1].(int64)
+	r.limit, _ = v[2].(int64)
+	r.nowUS, _ = v[4].(int64)
+	if len(v) >= 6 {
+		a, _ := v[5].(int64)
+		r.again = a == 1
+	}
+	if len(v) == 7 {
+		d, _ := v[6].(int64)
+		r.deaf = d == 1
+	}
+	notes, _ := v[3].([]any)
+	if len(notes) > 0 {
+		r.notes = make([]grantNote, 0, len(notes))
+	}
+	for _, n := range notes {
+		s, _ := n.(string)
+		g, err := parseNote(s)
+		if err != nil {
+			return r, err
+		}
+		r.notes = append(r.notes, g)
+	}
+	return r, nil
+}
+
+// parseNotes parses a pub/sub payload: notes joined by ','.
+func parseNotes(payload string) ([]grantNote, error) {
+	parts := strings.Split(payload, ",")
+	out := make([]grantNote, 0, len(parts))
+	for _, p := range parts {
+		g, err := parseNote(p)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, g)
+	}
+	return out, nil
+}
+
+// parseNote parses "id:token:time_us".
+func parseNote(s string) (grantNote, error) {
+	id, rest, ok1 := strings.Cut(s, ":")
+	tok, us, ok2 := strings.Cut(rest, ":")
+	t, err1 := strconv.ParseInt(tok, 10, 64)
+	u, err2 := strconv.ParseInt(us, 10, 64)
+	if !ok1 || !ok2 || err1 != nil || err2 != nil {
+		return grantNote{}, fmt.Errorf("core: malformed grant note %q", s)
+	}
+	return grantNote{id: id, token: t, grantUS: u}, nil
+}
