@@ -100,13 +100,13 @@ type BackendConfig struct {
 }
 
 // ResolveOptions applies opts to the defaults and returns the result. It
-// panics, naming the option, on one that a backend outside this package
-// cannot honour: the Redis backend's WithOperationTimeout,
-// WithCircuitBreaker, WithOutageGrace and WithLeasedShares, and the
-// quorum's WithClockDrift and WithMasterTimeout.
+// panics, naming the option, on one that a network backend cannot honour:
+// WithName (an in-process semaphore's). WithLimits and WithMaxIdleKeys are
+// reported in Keyed, for the backend's constructor to refuse them unless
+// it is keyed.
 func ResolveOptions(opts ...Option) BackendConfig {
 	c := buildConfig(opts)
-	c.refuse("ResolveOptions (a backend outside core)", optsRemote|optsKeyed)
+	c.refuse("ResolveOptions", optsRemote|optsKeyed)
 	return BackendConfig{KeyPrefix: c.prefix, LeaseTTL: c.leaseTTL, Observer: c.observer, OnError: c.onError, Policy: c.policy,
 		Keyed: c.given&optsKeyed != 0}
 }

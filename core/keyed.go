@@ -40,7 +40,7 @@ type LimitSemaphore interface {
 // at most MaxKeyLen bytes; so an idle key costs at most about 1 KiB
 // whatever the key's length. Distinct keys always get distinct
 // semaphores, and a key can never reach another keyed semaphore's key nor
-// a plain semaphore (see NewRedisKeyed for the Redis names).
+// a plain semaphore (see Key.Name).
 //
 // Overrides set by WithLimits and SetLimit are kept for the life of the
 // Keyed; they come from configuration, not from requests.

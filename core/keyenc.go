@@ -18,8 +18,8 @@ import (
 const MaxKeyLen = 256
 
 // keySep separates a keyed semaphore's name from the encoding of its key in
-// the Redis name of the key's semaphore. Plain names (NewRedis and the name
-// given to NewRedisKeyed) must not contain it, so the first keySep of a
+// the Redis name of the key's semaphore. Plain names (of a semaphore, and of a
+// keyed semaphore) must not contain it, so the first keySep of a
 // Redis name ends the keyed semaphore's name, and no keyed semaphore's key
 // can ever name another keyed semaphore's key or a plain semaphore.
 const keySep = '#'

@@ -7,7 +7,7 @@ import (
 
 // FuzzKeyEncoding searches for two (name, key) pairs whose keyed semaphores
 // share a Redis name or a local map entry, or for a keyed semaphore's Redis
-// name that is also a valid plain name (NewRedis). Any such pair would let
+// name that is also a valid plain name (redissem.New). Any such pair would let
 // a client-chosen key address another semaphore. Run longer with
 //
 //	go test -run '^$' -fuzz '^FuzzKeyEncoding$' -fuzztime 10m ./core/

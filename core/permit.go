@@ -75,7 +75,7 @@ func (p *Permit) Weight() int64 { return p.weight }
 // with every grant of the same semaphore, across all processes sharing it,
 // so a resource guarded by the semaphore can reject a writer whose token is
 // older than one it has already seen. A permit granted by a fail-open or
-// local fallback policy has token 0. In the leased mode (WithLeasedShares)
+// local fallback policy has token 0. In the leased mode (core/redissem's Leased)
 // tokens increase only within a process: see the package documentation.
 func (p *Permit) Token() int64 { return p.token }
 

@@ -6,7 +6,7 @@
 // *echo.HTTPError for the Echo HTTPErrorHandler to render.
 //
 //	limits := map[string]int64{"GET /work": 8, "GET /report/{id}": 2}
-//	sem := core.NewRedisKeyed(rdb, "api", 64, core.WithLimits(limits))
+//	sem := redissem.NewKeyed(rdb, "api", 64, redissem.WithLimits(limits))
 //	e := echo.New()
 //	e.Use(echomw.LimitWithConfig(echomw.Config{
 //		Semaphore: sem,

@@ -6,7 +6,7 @@
 // The four constructors follow go-grpc-middleware's names:
 //
 //	limits := map[string]int64{"/shop.Cart/Checkout": 4}
-//	sem := core.NewRedisKeyed(rdb, "cart", 32, core.WithLimits(limits))
+//	sem := redissem.NewKeyed(rdb, "cart", 32, redissem.WithLimits(limits))
 //	srv := grpc.NewServer(
 //		grpc.ChainUnaryInterceptor(grpcmw.UnaryServerInterceptor(sem)),
 //		grpc.ChainStreamInterceptor(grpcmw.StreamServerInterceptor(sem)),

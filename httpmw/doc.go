@@ -6,7 +6,7 @@
 // of http.TimeoutHandler:
 //
 //	limits := map[string]int64{"GET /work": 8, "GET /report": 2}
-//	sem := core.NewRedisKeyed(rdb, "gateway", 64, core.WithLimits(limits))
+//	sem := redissem.NewKeyed(rdb, "gateway", 64, redissem.WithLimits(limits))
 //	limit := httpmw.Limit(sem, httpmw.WithMaxWait(200*time.Millisecond))
 //
 //	mux := http.NewServeMux()

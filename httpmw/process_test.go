@@ -18,8 +18,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/coretest"
+	"github.com/distsem/distsem/core/redissem"
 	"github.com/distsem/distsem/httpmw"
 )
 
@@ -47,8 +47,8 @@ func serveChild() bool {
 	prefix := os.Getenv(envPrefix)
 	limit, _ := strconv.ParseInt(os.Getenv(envLimit), 10, 64)
 	rdb := redis.NewClient(&redis.Options{Addr: os.Getenv("DISTSEM_REDIS_ADDR")})
-	sem := core.NewRedisKeyed(rdb, "xproc", 1000, core.WithKeyPrefix(prefix),
-		core.WithLimits(map[string]int64{"GET /work": limit}))
+	sem := redissem.NewKeyed(rdb, "xproc", 1000, redissem.WithKeyPrefix(prefix),
+		redissem.WithLimits(map[string]int64{"GET /work": limit}))
 	work := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := context.WithoutCancel(r.Context())
 		if err := enter.Run(ctx, rdb, []string{prefix + "inflight", prefix + "max"}).Err(); err != nil {
@@ -158,7 +158,7 @@ func fleetRun(t *testing.T, mode string, limit int) (int, map[int]int) {
 	}
 	if mode == "limited" {
 		// Every permit is back: check with a process of our own.
-		sem := core.NewRedisKeyed(rdb, "xproc", 1000, core.WithKeyPrefix(prefix))
+		sem := redissem.NewKeyed(rdb, "xproc", 1000, redissem.WithKeyPrefix(prefix))
 		defer sem.Close()
 		if st, err := sem.Stats(context.Background(), "GET /work"); err != nil || st.InUse != 0 || st.Limit != int64(limit) {
 			t.Errorf("stats after the run = %+v, %v; want limit %d, none in use", st, err, limit)

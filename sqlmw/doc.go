@@ -7,7 +7,7 @@
 // follows otelsql: Register returns a new, unique driver name; Open and
 // OpenDB return a *sql.DB; WrapDriver returns a driver.Driver.
 //
-//	sem := core.NewRedis(client, "orders-db", 8) // 8 queries fleet-wide
+//	sem := redissem.New(client, "orders-db", 8) // 8 queries fleet-wide
 //	db, err := sqlmw.Open("pgx", dsn, sem, sqlmw.WithMaxWait(5*time.Second))
 //
 // # One permit per query

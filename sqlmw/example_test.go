@@ -15,7 +15,7 @@ import (
 	"github.com/distsem/distsem/sqlmw"
 )
 
-// Open a database whose queries take one permit each. With core.NewRedis
+// Open a database whose queries take one permit each. With redissem.New
 // instead of core.NewLocal, the limit holds across every process that uses
 // the same Redis semaphore.
 func ExampleOpen() {

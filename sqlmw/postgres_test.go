@@ -15,8 +15,8 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/coretest"
+	"github.com/distsem/distsem/core/redissem"
 	"github.com/distsem/distsem/sqlmw"
 )
 
@@ -45,7 +45,7 @@ func pgWorker(cfg string) error {
 	if mode == "wrapped" {
 		client := redis.NewClient(&redis.Options{Addr: os.Getenv("DISTSEM_REDIS_ADDR")})
 		defer client.Close()
-		sem := core.NewRedis(client, name, pgLimit)
+		sem := redissem.New(client, name, pgLimit)
 		defer sem.Close()
 		db, err = sqlmw.Open("pgx", dsn, sem)
 	} else {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/coretest"
+	"github.com/distsem/distsem/core/redissem"
 	"github.com/distsem/distsem/httpmw"
 )
 
@@ -78,7 +79,7 @@ func redisCalls(b *testing.B, rdb *redis.Client) (commands, scripts int64) {
 func redisSem(b *testing.B) (*redis.Client, *core.Keyed) {
 	rdb := redis.NewClient(&redis.Options{Addr: coretest.RedisAddr(b), PoolSize: 64})
 	prefix := "benchadapters:" + rand.Text()[:8] + ":"
-	sem := core.NewRedisKeyed(rdb, "bench", 1<<20, core.WithKeyPrefix(prefix))
+	sem := redissem.NewKeyed(rdb, "bench", 1<<20, redissem.WithKeyPrefix(prefix))
 	b.Cleanup(func() {
 		sem.Close()
 		ctx := context.Background()

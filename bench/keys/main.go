@@ -33,6 +33,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/redissem"
 	"github.com/distsem/distsem/httpmw"
 )
 
@@ -53,14 +54,14 @@ func main() {
 
 	fmt.Printf("go %s, GOMAXPROCS %d, %d random keys, %d keys of %d bytes, %d callers\n",
 		runtime.Version(), runtime.GOMAXPROCS(0), *nSmall, *nBig, *bigSize, *conc)
-	run("local", core.NewLocalKeyed(4, core.WithDefaultLeaseTTL(*ttl)), nil, "", *nSmall, *nBig, *bigSize, *conc, 0)
+	run("local", core.NewLocalKeyed(4), nil, "", *nSmall, *nBig, *bigSize, *conc, 0)
 	if *addr == "" {
 		return
 	}
 	c := redis.NewClient(&redis.Options{Addr: *addr, PoolSize: *conc})
 	defer c.Close()
 	prefix := "keysbench" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":"
-	k := core.NewRedisKeyed(c, "bench", 4, core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(*ttl))
+	k := redissem.NewKeyed(c, "bench", 4, redissem.WithKeyPrefix(prefix), redissem.WithDefaultLeaseTTL(*ttl))
 	run("redis", k, c, prefix, *nSmall, *nBig, *bigSize, *conc, *expiry)
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/distsem/distsem/bench/refsem"
 	"github.com/distsem/distsem/bench/seedsem"
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/redissem"
 	"github.com/go-redsync/redsync/v4"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
@@ -235,17 +236,26 @@ func openBackend(c config) (backend, func(), error) {
 	}
 	switch c.backend {
 	case "distsem", "leased":
-		opts := []core.Option{core.WithKeyPrefix("bench:"), core.WithDefaultLeaseTTL(c.lease)}
-		if c.backend == "leased" {
+		leased := c.backend == "leased"
+		opts := []redissem.Option{redissem.WithKeyPrefix("bench:"), redissem.WithDefaultLeaseTTL(c.lease)}
+		if leased {
 			// Its own prefix: the modes keep separate state and must not
 			// share a semaphore.
-			opts = []core.Option{core.WithKeyPrefix("bench-leased:"), core.WithDefaultLeaseTTL(c.lease), core.WithLeasedShares()}
+			opts[0] = redissem.WithKeyPrefix("bench-leased:")
 		}
-		if len(keys) == 1 {
-			s := core.NewRedis(client, c.name, c.limit, opts...)
+		switch {
+		case len(keys) == 1 && leased:
+			s := redissem.NewLeased(client, c.name, c.limit, opts...)
+			return coreSem{s}, func() { s.Close(); client.Close() }, nil
+		case len(keys) == 1:
+			s := redissem.New(client, c.name, c.limit, opts...)
 			return coreSem{s}, func() { s.Close(); client.Close() }, nil
 		}
-		k := core.NewRedisKeyed(client, c.name, c.limit, opts...)
+		newKeyed := redissem.NewKeyed
+		if leased {
+			newKeyed = redissem.NewLeasedKeyed
+		}
+		k := newKeyed(client, c.name, c.limit, opts...)
 		return keyedSem{k, keys}, func() { k.Close(); client.Close() }, nil
 	case "seed":
 		s := make([]*seedsem.Sem, len(keys))

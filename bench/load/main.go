@@ -12,15 +12,14 @@
 // it. The parent merges the timelines and prints the figures of
 // bench/analyze over the steady window [start+warmup, start+duration−cooldown).
 //
-// Backends: distsem (core.NewRedis), seed (bench/seedsem, the article's
+// Backends: distsem (redissem.New), seed (bench/seedsem, the article's
 // design), the peers redsync (go-redsync/redsync) and redislock
 // (bsm/redislock), which are mutexes and need -limit 1, local
 // (core.NewLocal) and xsync (golang.org/x/sync/semaphore), which are per
-// process and need -procs 1, and leased (core.NewRedis with
-// core.WithLeasedShares). See backends.go for each peer's settings.
+// process and need -procs 1, and leased (redissem.NewLeased). See backends.go for each peer's settings.
 //
 // With -sems N each acquire picks one of N semaphores at random (distsem
-// uses core.NewRedisKeyed); -cluster a,b,c runs on a Redis Cluster.
+// uses redissem.NewKeyed); -cluster a,b,c runs on a Redis Cluster.
 //
 //	go run ./load idlemem -backend distsem -redis ADDR -n 1000
 //

@@ -1,4 +1,4 @@
-// Package quorumbench measures core.NewQuorum against a single Redis
+// Package quorumbench measures redissem.NewQuorum against a single Redis
 // semaphore: commands per Acquire+Release, latency percentiles, throughput
 // under contention, and the effect of one slow master (a proxy that delays
 // its replies). It starts its own redis-servers (coretest.StartRedis).

@@ -15,6 +15,7 @@ import (
 
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/coretest"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // counter is a go-redis hook that counts the commands sent.
@@ -119,15 +120,15 @@ func setups(b *testing.B, limit int64) []setup {
 	const slow = 2 * time.Millisecond
 	var out []setup
 	cs, cnt := mk(ms[0].Addr())
-	out = append(out, setup{core.NewRedis(cs[0].(asGiven).Client, "single", limit), cnt, "single-redis"})
+	out = append(out, setup{redissem.New(cs[0].(asGiven).Client, "single", limit), cnt, "single-redis"})
 	cs, cnt = mk(ms[0].Addr(), ms[1].Addr(), ms[2].Addr())
-	out = append(out, setup{core.NewQuorum(cs, "q", limit), cnt, "quorum-3"})
+	out = append(out, setup{redissem.NewQuorum(cs, "q", limit), cnt, "quorum-3"})
 	cs, cnt = mk(ms[0].Addr(), ms[1].Addr(), slowProxy(b, ms[2].Addr(), slow))
-	out = append(out, setup{core.NewQuorum(cs, "qslowlast", limit), cnt, "quorum-3-last-slow"})
+	out = append(out, setup{redissem.NewQuorum(cs, "qslowlast", limit), cnt, "quorum-3-last-slow"})
 	cs, cnt = mk(slowProxy(b, ms[0].Addr(), slow), ms[1].Addr(), ms[2].Addr())
-	out = append(out, setup{core.NewQuorum(cs, "qslowfirst", limit), cnt, "quorum-3-first-slow"})
+	out = append(out, setup{redissem.NewQuorum(cs, "qslowfirst", limit), cnt, "quorum-3-first-slow"})
 	cs, cnt = mk(ms[0].Addr(), ms[1].Addr(), ms[2].Addr())
-	out = append(out, setup{core.NewAllOf(cs, "all", limit), cnt, "allof-3"})
+	out = append(out, setup{redissem.NewAllOf(cs, "all", limit), cnt, "allof-3"})
 	for _, s := range out {
 		b.Cleanup(func() { _ = s.sem.Close() })
 	}

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/distsem/distsem/bench/seedsem"
-	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/coretest"
+	"github.com/distsem/distsem/core/redissem"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -22,7 +22,7 @@ func BenchmarkUncontended(b *testing.B) {
 	ctx := context.Background()
 	name := fmt.Sprintf("redisbench-%d", time.Now().UnixNano())
 	b.Run("distsem", func(b *testing.B) {
-		s := core.NewRedis(client(b), name, 1, core.WithKeyPrefix("bench:"))
+		s := redissem.New(client(b), name, 1, redissem.WithKeyPrefix("bench:"))
 		defer s.Close()
 		b.ReportAllocs()
 		for b.Loop() {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/coretest"
+	"github.com/distsem/distsem/core/redissem"
 	"github.com/distsem/distsem/sqlmw"
 )
 
@@ -46,7 +47,7 @@ func BenchmarkQuery(b *testing.B) {
 	b.Run("redis", func(b *testing.B) {
 		client := redis.NewClient(&redis.Options{Addr: coretest.RedisAddr(b)})
 		defer client.Close()
-		sem := core.NewRedis(client, "bench-sqlmw-query", 1<<20)
+		sem := redissem.New(client, "bench-sqlmw-query", 1<<20)
 		defer sem.Close()
 		db, err := sqlmw.Open("sqlite", dsn, sem)
 		if err != nil {

@@ -20,7 +20,7 @@
 //
 // Controllers and adapters take a core.KeyedSemaphore. For per-route or
 // per-method limits pass a *core.Keyed (core.NewLocalKeyed or
-// core.NewRedisKeyed, with core.WithLimits for overrides). For one limit
+// redissem.NewKeyed, with redissem.WithLimits for overrides). For one limit
 // shared by every key wrap a core.Semaphore with Global, which ignores the
 // key; keys then still name the requests in observer events.
 //

@@ -7,9 +7,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/admit"
 	"github.com/distsem/distsem/core/coretest"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // With the Redis backend: a permit released through a Ticket goes back to
@@ -25,7 +25,7 @@ func TestRedisReleaseAndLost(t *testing.T) {
 		}
 		rdb.Close()
 	})
-	sem := core.NewRedisKeyed(rdb, "admit", 1, core.WithKeyPrefix(prefix))
+	sem := redissem.NewKeyed(rdb, "admit", 1, redissem.WithKeyPrefix(prefix))
 	rec := &recorder{}
 	ctl := admit.New(sem, admit.WithObserver(rec))
 

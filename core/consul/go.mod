@@ -1,6 +1,6 @@
 module github.com/distsem/distsem/core/consul
 
-go 1.26.8
+go 1.26.7
 
 require (
 	github.com/distsem/distsem v0.0.0
@@ -10,7 +10,6 @@ require (
 
 require (
 	github.com/armon/go-metrics v0.4.1 // indirect
-	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/fatih/color v1.19.0 // indirect
 	github.com/go-viper/mapstructure/v2 v2.5.0 // indirect
 	github.com/hashicorp/errwrap v1.1.0 // indirect
@@ -25,8 +24,7 @@ require (
 	github.com/mattn/go-colorable v0.1.15 // indirect
 	github.com/mattn/go-isatty v0.0.24 // indirect
 	github.com/mitchellh/go-homedir v1.1.0 // indirect
-	github.com/redis/go-redis/v9 v9.23.0 // indirect
-	go.uber.org/atomic v1.12.0 // indirect
+	github.com/stretchr/testify v1.12.1 // indirect
 	golang.org/x/exp v0.0.0-20260218203240-3dfff04db8fa // indirect
 	golang.org/x/sys v0.49.0 // indirect
 )

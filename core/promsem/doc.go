@@ -34,7 +34,7 @@
 // cut to MaxLabelLen bytes. All series exist from the start, at zero.
 //
 //	col := promsem.New(promsem.WithKeys("reports", "orders-db"))
-//	sem := core.NewRedis(rdb, "orders-db", 8, core.WithObserver(col))
+//	sem := redissem.New(rdb, "orders-db", 8, redissem.WithObserver(col))
 //	fleet := promsem.NewStatsCollector(sem, promsem.WithKeys("orders-db"))
 //	prometheus.MustRegister(col, fleet)
 //

@@ -10,8 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	_ "modernc.org/sqlite"
 
-	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/promsem"
+	"github.com/distsem/distsem/core/redissem"
 	"github.com/distsem/distsem/sqlmw"
 )
 
@@ -24,7 +24,7 @@ func Example_sqlmw() {
 	defer rdb.Close()
 
 	col := promsem.New(promsem.WithKeys("orders-db"))
-	sem := core.NewRedis(rdb, "orders-db", 4, core.WithObserver(col))
+	sem := redissem.New(rdb, "orders-db", 4, redissem.WithObserver(col))
 	defer sem.Close()
 	fleet := promsem.NewStatsCollector(promsem.Single(sem), promsem.WithKeys("orders-db"))
 	reg := prometheus.NewRegistry()

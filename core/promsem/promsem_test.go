@@ -18,6 +18,7 @@ import (
 
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/promsem"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -185,7 +186,7 @@ func TestCollectorCountsBackendErrors(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second})
 	defer rdb.Close()
 	col := promsem.New()
-	sem := core.NewRedis(rdb, "down", 1, core.WithObserver(col))
+	sem := redissem.New(rdb, "down", 1, redissem.WithObserver(col))
 	defer sem.Close()
 	if _, err := sem.Acquire(t.Context()); !errors.Is(err, core.ErrUnavailable) {
 		t.Fatalf("err = %v, want ErrUnavailable", err)
@@ -201,10 +202,10 @@ func TestStatsCollectorFleetWide(t *testing.T) {
 	m := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	defer rdb.Close()
-	limits := core.WithLimits(map[string]int64{"GET /work": 3})
-	a := core.NewRedisKeyed(rdb, "gw", 8, limits)
+	limits := redissem.WithLimits(map[string]int64{"GET /work": 3})
+	a := redissem.NewKeyed(rdb, "gw", 8, limits)
 	defer a.Close()
-	b := core.NewRedisKeyed(rdb, "gw", 8, limits)
+	b := redissem.NewKeyed(rdb, "gw", 8, limits)
 	defer b.Close()
 	for range 2 {
 		p, err := a.Acquire(t.Context(), "GET /work")

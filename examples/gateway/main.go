@@ -45,6 +45,7 @@ import (
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/admit/promadmit"
 	"github.com/distsem/distsem/core/promsem"
+	"github.com/distsem/distsem/core/redissem"
 	"github.com/distsem/distsem/examples/internal/cli"
 )
 
@@ -174,10 +175,10 @@ func newGateway(cfg config, rdb redis.UniversalClient) *gateway {
 		keys = append(keys, k)
 	}
 	semCol := promsem.New(promsem.WithKeys(keys...))
-	sem := core.NewRedisKeyed(rdb, cfg.name, cfg.defLimit, core.WithLimits(limits),
-		core.WithFailurePolicy(cfg.policy),
-		core.WithObserver(semCol),
-		core.WithOnError(func(err error) { log.Printf("redis: %v", err) }))
+	sem := redissem.NewKeyed(rdb, cfg.name, cfg.defLimit, redissem.WithLimits(limits),
+		redissem.WithFailurePolicy(cfg.policy),
+		redissem.WithObserver(semCol),
+		redissem.WithOnError(func(err error) { log.Printf("redis: %v", err) }))
 	col := promadmit.New(promadmit.WithKeys(keys...))
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(col, semCol, promsem.NewStatsCollector(sem, promsem.WithKeys(keys...)))

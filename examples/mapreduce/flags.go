@@ -51,7 +51,7 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 	fs.DurationVar(&o.Slow, "slow", 50*time.Millisecond, "each page query takes at least this long on the database (0: no delay)")
 	fs.StringVar(&o.Mode, "mode", "semaphore", "semaphore (sqlmw + Redis), setmaxopen (per-process SetMaxOpenConns(limit/workers)) or none")
 	fs.StringVar(&o.chart, "chart", "", "draw the concurrent queries over time to this .svg or .png file")
-	fs.BoolVar(&o.Leased, "leased", false, "with -mode semaphore: the semaphore's leased-shares mode (core.WithLeasedShares)")
+	fs.BoolVar(&o.Leased, "leased", false, "with -mode semaphore: the semaphore's leased-shares mode (redissem.NewLeased)")
 	fs.DurationVar(&o.progress, "progress", 500*time.Millisecond, "progress report interval (0: none)")
 	fs.BoolVar(&o.verbose, "v", false, "also print the Redis client's own log lines")
 	if err := cli.Parse(fs, args, stdout, usage); err != nil {

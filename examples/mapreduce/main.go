@@ -42,6 +42,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/redissem"
 	"github.com/distsem/distsem/examples/internal/cli"
 )
 
@@ -158,17 +159,24 @@ func setLimit(ctx context.Context, url, name string, limit int64, leased bool) e
 	if err := client.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("redis %s: %w", opt.Addr, err)
 	}
-	sem := core.NewRedis(client, name, limit, semOptions(leased)...)
+	sem := newSem(client, name, limit, leased)
 	defer sem.Close()
 	return sem.SetLimit(ctx, limit)
 }
 
-// semOptions are the options of the job's semaphore.
-func semOptions(leased bool) []core.Option {
+// jobSem is the job's semaphore, in either mode.
+type jobSem interface {
+	core.LimitSemaphore
+	Close() error
+}
+
+// newSem returns the job's semaphore: in the leased-shares mode
+// (redissem.NewLeased) or the default one (redissem.New).
+func newSem(client redis.UniversalClient, name string, limit int64, leased bool, opts ...redissem.Option) jobSem {
 	if leased {
-		return []core.Option{core.WithLeasedShares()}
+		return redissem.NewLeased(client, name, limit, opts...)
 	}
-	return nil
+	return redissem.New(client, name, limit, opts...)
 }
 
 func runWorkers(ctx context.Context, o options, col *collector, stdout, stderr io.Writer) error {

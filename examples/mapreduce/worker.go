@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/redissem"
 	"github.com/distsem/distsem/sqlmw"
 )
 
@@ -29,7 +30,7 @@ type workerConfig struct {
 	Concurrency        int
 	Rows, Page         int64
 	Slow               time.Duration
-	Leased             bool // -leased: core.WithLeasedShares
+	Leased             bool // -leased: redissem.NewLeased
 }
 
 // report is one line of a worker's report to the parent: a JSON object
@@ -141,12 +142,12 @@ func workerMain(ctx context.Context, cfgJSON string, stdout io.Writer) error {
 		}
 		client := redis.NewClient(opt)
 		defer client.Close()
-		sem := core.NewRedis(client, cfg.Name, cfg.Limit, append(semOptions(cfg.Leased), core.WithObserver(core.ObserverFunc(func(e core.Event) {
+		sem := newSem(client, cfg.Name, cfg.Limit, cfg.Leased, redissem.WithObserver(core.ObserverFunc(func(e core.Event) {
 			if e.Kind == core.EventAcquired {
 				permitWait.Add(int64(e.Wait))
 				permits.Add(1)
 			}
-		})))...)
+		})))
 		defer sem.Close()
 		db = sqlmw.OpenDB(connector, sem)
 	case "setmaxopen":

@@ -11,8 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/admit/promadmit"
+	"github.com/distsem/distsem/core/redissem"
 	"github.com/distsem/distsem/httpmw"
 )
 
@@ -25,8 +25,8 @@ func Example_httpmwServeMux() {
 	client := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	defer client.Close()
 
-	routes := core.NewRedisKeyed(client, "gateway", 64,
-		core.WithLimits(map[string]int64{"GET /work": 4}))
+	routes := redissem.NewKeyed(client, "gateway", 64,
+		redissem.WithLimits(map[string]int64{"GET /work": 4}))
 	defer routes.Close()
 	metrics := promadmit.New(promadmit.WithKeys("GET /work"))
 	prometheus.NewRegistry().MustRegister(metrics)
