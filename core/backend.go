@@ -135,11 +135,11 @@ func ResolveAcquire(defaultTTL time.Duration, opts ...AcquireOption) (AcquireSpe
 func WaitError(ctx context.Context, name string) error { return ctxError(ctx, name) }
 
 // Open reports whether the policy is FailOpen.
-func (p FailurePolicy) Open() bool { return p.mode == 1 }
+func (p FailurePolicy) Open() bool { return p.mode == policyOpen }
 
 // LocalLimit returns k for FailLocal(k), and 0 for any other policy.
 func (p FailurePolicy) LocalLimit() int64 {
-	if p.mode == 2 {
+	if p.mode == policyLocal {
 		return p.fallback
 	}
 	return 0

@@ -77,13 +77,12 @@ var _ KeyedSemaphore = (*Keyed)(nil)
 
 // NewLocalKeyed returns in-process semaphores per key, each with
 // defaultLimit permits unless WithLimits or SetLimit says otherwise. It
-// panics unless 0 < defaultLimit <= MaxLimit, or on a bad option.
-//
-// A permit it grants is the key's Local's own permit, with no wrapper
-// around it: the Local's shared permitExt names the key's entry as its
-// owner, so Release gives the permit back to the Local and then unrefs the
-// entry. That keeps a keyed acquire at one allocation, as a plain Local's.
+// panics unless 0 < defaultLimit <= MaxLimit, or on a bad option. A keyed
+// acquire costs one allocation, as a plain Local's.
 func NewLocalKeyed(defaultLimit int64, opts ...Option) *Keyed {
+	// A permit it grants is the key's Local's own permit, with no wrapper:
+	// the Local's shared permitExt names the key's entry as its owner, so
+	// Release gives the permit back to the Local and then unrefs the entry.
 	cfg := buildConfig(opts)
 	cfg.refuse("NewLocalKeyed", optsLocal&^optName|optsKeyed)
 	return newKeyed(defaultLimit, cfg, func(k Key, limit int64) LimitSemaphore {

@@ -19,13 +19,14 @@ var localEpoch atomic.Int64
 // Leases do not apply: a Local permit is never lost.
 //
 // An Acquire that finds room with nobody queued, and a Release with nobody
-// queued, take no lock: each is one compare-and-swap on state (see
-// local_state.go). While anyone is queued, or after Close, state is frozen
-// and both go through mu, which keeps FIFO order. Because the free count,
-// the grant count and the frozen bit share one word, a grant without the
-// lock can never overtake a waiter that queued before it, nor use a limit
-// that SetLimit has already lowered.
+// queued, take no lock, so an uncontended Local costs about what
+// golang.org/x/sync/semaphore does; a grant without the lock never
+// overtakes a waiter that queued before it, nor uses a limit that SetLimit
+// has already lowered.
 type Local struct {
+	// Without waiters, Acquire and Release are one compare-and-swap on
+	// state (see local_state.go). While anyone is queued, or after Close,
+	// state is frozen and both go through mu, which keeps FIFO order.
 	name string
 	cfg  config
 

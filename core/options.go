@@ -69,7 +69,7 @@ func buildConfig(opts []Option) config {
 	if c.maxIdle < 0 {
 		panic(fmt.Sprintf("core: WithMaxIdleKeys expects n >= 0, got %d", c.maxIdle))
 	}
-	if c.policy.mode < 0 || c.policy.mode > 2 || c.policy.mode == 2 && (c.policy.fallback <= 0 || c.policy.fallback > MaxLimit) {
+	if c.policy.mode > policyLocal || c.policy.mode == policyLocal && (c.policy.fallback <= 0 || c.policy.fallback > MaxLimit) {
 		panic(fmt.Sprintf("core: WithFailurePolicy: invalid policy %v", c.policy))
 	}
 	for k, v := range c.limits {
@@ -200,10 +200,19 @@ func buildAcquire(def time.Duration, opts []AcquireOption) (acquireConfig, error
 	return a, nil
 }
 
+// policyMode is what a FailurePolicy does.
+type policyMode uint8
+
+const (
+	policyClosed policyMode = iota // refuse: ErrUnavailable
+	policyOpen                     // grant without limiting
+	policyLocal                    // grant from an in-process semaphore
+)
+
 // FailurePolicy says what a network backend does when it cannot reach its
 // store.
 type FailurePolicy struct {
-	mode     int
+	mode     policyMode
 	fallback int64
 }
 
@@ -211,9 +220,9 @@ var (
 	// FailClosed returns an ErrUnavailable error: nothing runs while the
 	// backend is down. This is the default, because a limiter that silently
 	// stops limiting can overload the resource it protects.
-	FailClosed = FailurePolicy{mode: 0}
+	FailClosed = FailurePolicy{mode: policyClosed}
 	// FailOpen grants a permit (token 0) without limiting.
-	FailOpen = FailurePolicy{mode: 1}
+	FailOpen = FailurePolicy{mode: policyOpen}
 )
 
 // FailLocal falls back to an in-process semaphore of k permits per process
@@ -223,14 +232,14 @@ func FailLocal(k int64) FailurePolicy {
 	if k <= 0 || k > MaxLimit {
 		panic(fmt.Sprintf("core: FailLocal expects k in [1, %d], got %d", MaxLimit, k))
 	}
-	return FailurePolicy{mode: 2, fallback: k}
+	return FailurePolicy{mode: policyLocal, fallback: k}
 }
 
 func (p FailurePolicy) String() string {
 	switch p.mode {
-	case 1:
+	case policyOpen:
 		return "fail-open"
-	case 2:
+	case policyLocal:
 		return fmt.Sprintf("fail-local(%d)", p.fallback)
 	}
 	return "fail-closed"

@@ -31,15 +31,14 @@ type releaser interface {
 	release(ctx context.Context, p *Permit) error
 }
 
-// Permit is a held share of a semaphore. It is safe for concurrent use.
-//
-// It is 32 bytes: the in-process backend allocates one per Acquire, and
-// garbage collection costs by the byte. What only some permits need is
-// behind *permitExt: a permit of a backend without per-permit state (Local,
-// a Local key of NewLocalKeyed, fail-open) shares its backend's, one with a
-// lease (Redis, quorum) or that wraps another (a Redis key of Keyed,
-// nested, leased) has its own, allocated with it.
+// Permit is a held share of a semaphore, returned by Acquire and
+// TryAcquire. It is safe for concurrent use. A Local permit costs one
+// allocation of 32 bytes.
 type Permit struct {
+	// What only some permits need is behind permitExt: a permit of a
+	// backend without per-permit state (Local, a Local key of
+	// NewLocalKeyed, fail-open) shares its backend's; one with a lease, or
+	// that wraps another, has its own, allocated with it.
 	*permitExt // never nil
 	weight     int64
 	token      int64
