@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // TestCancellationStorm queues 200 waiters behind a held permit and cancels
@@ -21,9 +21,9 @@ func TestCancellationStorm(t *testing.T) {
 	srv := sharedServer(t)
 	pfx, name := prefix(t), "storm"
 	c := newClient(t, srv.addr())
-	holder := core.NewRedis(newClient(t, srv.addr()), name, 1, core.WithKeyPrefix(pfx), core.WithDefaultLeaseTTL(5*time.Second))
+	holder := redissem.New(newClient(t, srv.addr()), name, 1, redissem.WithKeyPrefix(pfx), redissem.WithDefaultLeaseTTL(5*time.Second))
 	defer holder.Close()
-	sem := core.NewRedis(c, name, 1, core.WithKeyPrefix(pfx), core.WithDefaultLeaseTTL(5*time.Second))
+	sem := redissem.New(c, name, 1, redissem.WithKeyPrefix(pfx), redissem.WithDefaultLeaseTTL(5*time.Second))
 	defer sem.Close()
 	bg := context.Background()
 	held, err := holder.Acquire(bg)

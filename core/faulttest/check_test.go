@@ -14,6 +14,7 @@ import (
 
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/internal/faultproxy"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // redisState is what Redis records for one semaphore.
@@ -61,7 +62,7 @@ func readState(ctx context.Context, c redis.Cmdable, prefix, name string) (redis
 // (issue 7 defect 1: a count above them is capacity lost for good), as the
 // keys are, and again after a Stats call on sem has reaped expired leases
 // (and, where core does so, repaired the count).
-func checkCounts(t testing.TB, sem *core.Redis, c *redis.Client, prefix, name string) redisState {
+func checkCounts(t testing.TB, sem *redissem.Semaphore, c *redis.Client, prefix, name string) redisState {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -95,7 +96,7 @@ func checkCounts(t testing.TB, sem *core.Redis, c *redis.Client, prefix, name st
 // awaitFree waits until all limit permits can be taken at once with
 // TryAcquire (so nothing is held or queued, and no capacity is lost), then
 // gives them back. It fails after bound and returns how long it took.
-func awaitFree(t testing.TB, sem *core.Redis, limit int64, bound time.Duration) time.Duration {
+func awaitFree(t testing.TB, sem *redissem.Semaphore, limit int64, bound time.Duration) time.Duration {
 	t.Helper()
 	begin := time.Now()
 	var last error
@@ -115,7 +116,7 @@ func awaitFree(t testing.TB, sem *core.Redis, limit int64, bound time.Duration) 
 }
 
 // awaitWaiting waits until Stats reports n queued waiters.
-func awaitWaiting(t testing.TB, sem *core.Redis, n int64, bound time.Duration) {
+func awaitWaiting(t testing.TB, sem *redissem.Semaphore, n int64, bound time.Duration) {
 	t.Helper()
 	begin := time.Now()
 	var st core.Stats

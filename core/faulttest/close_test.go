@@ -10,6 +10,7 @@ import (
 
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/internal/faultproxy"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // TestClose closes a semaphore that holds a permit and has two waiters
@@ -40,7 +41,7 @@ func closeIn(t *testing.T, mode faultproxy.Mode, state string) {
 	srv := sharedServer(t)
 	pfx, name := prefix(t), "close"
 	direct := newClient(t, srv.addr())
-	other := core.NewRedis(direct, name, 1, core.WithKeyPrefix(pfx), core.WithDefaultLeaseTTL(ttl))
+	other := redissem.New(direct, name, 1, redissem.WithKeyPrefix(pfx), redissem.WithDefaultLeaseTTL(ttl))
 	defer other.Close()
 	px, err := faultproxy.Start(srv.addr())
 	if err != nil {
@@ -50,7 +51,7 @@ func closeIn(t *testing.T, mode faultproxy.Mode, state string) {
 	before := goleak.IgnoreCurrent()
 
 	c := newClient(t, px.Addr())
-	sem := core.NewRedis(c, name, 1, core.WithKeyPrefix(pfx), core.WithDefaultLeaseTTL(ttl))
+	sem := redissem.New(c, name, 1, redissem.WithKeyPrefix(pfx), redissem.WithDefaultLeaseTTL(ttl))
 	bg := context.Background()
 	held, err := sem.Acquire(bg)
 	if err != nil {

@@ -8,8 +8,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/coretest"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // TestClusterFailover (issue 9, items 2 and 3): a master of a 3-master,
@@ -64,7 +64,7 @@ func clusterFailover(t *testing.T, crash bool) {
 	for range procs {
 		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: set.Addrs})
 		for _, name := range names {
-			sem := core.NewRedis(c, name, limit, core.WithKeyPrefix("cm:"), core.WithDefaultLeaseTTL(3*time.Second))
+			sem := redissem.New(c, name, limit, redissem.WithKeyPrefix("cm:"), redissem.WithDefaultLeaseTTL(3*time.Second))
 			t.Cleanup(func() { sem.Close() })
 			l.run(ctx, sem, name, per)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/internal/faultproxy"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // TestLateAcquire delays the bytes to and from Redis by 400 ms each way,
@@ -24,14 +25,14 @@ func TestLateAcquire(t *testing.T) {
 	srv := sharedServer(t)
 	pfx, name := prefix(t), "late"
 	direct := newClient(t, srv.addr())
-	other := core.NewRedis(direct, name, limit, core.WithKeyPrefix(pfx), core.WithDefaultLeaseTTL(ttl))
+	other := redissem.New(direct, name, limit, redissem.WithKeyPrefix(pfx), redissem.WithDefaultLeaseTTL(ttl))
 	defer other.Close()
 	px, err := faultproxy.Start(srv.addr())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer px.Close()
-	sem := core.NewRedis(newClient(t, px.Addr()), name, limit, core.WithKeyPrefix(pfx), core.WithDefaultLeaseTTL(ttl))
+	sem := redissem.New(newClient(t, px.Addr()), name, limit, redissem.WithKeyPrefix(pfx), redissem.WithDefaultLeaseTTL(ttl))
 	defer sem.Close()
 	bg := context.Background()
 	warm, err := sem.TryAcquire(bg) // a connection in the pool, the server clock known

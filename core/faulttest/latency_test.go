@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/internal/faultproxy"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // TestLatency runs two "processes" (semaphores on their own clients) of
@@ -29,9 +29,9 @@ func TestLatency(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer px.Close()
-	var sems []*core.Redis
+	var sems []*redissem.Semaphore
 	for range 2 {
-		s := core.NewRedis(newClient(t, px.Addr()), name, limit, core.WithKeyPrefix(pfx), core.WithDefaultLeaseTTL(5*time.Second))
+		s := redissem.New(newClient(t, px.Addr()), name, limit, redissem.WithKeyPrefix(pfx), redissem.WithDefaultLeaseTTL(5*time.Second))
 		defer s.Close()
 		sems = append(sems, s)
 	}

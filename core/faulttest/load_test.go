@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // load is the workload of the failover scenarios (issue 9): goroutines
@@ -28,7 +28,7 @@ func newLoad() *load {
 }
 
 // run starts n goroutines on sem until ctx ends.
-func (l *load) run(ctx context.Context, sem *core.Redis, name string, n int) {
+func (l *load) run(ctx context.Context, sem *redissem.Semaphore, name string, n int) {
 	for range n {
 		l.wg.Add(1)
 		go func() {

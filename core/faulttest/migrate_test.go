@@ -7,8 +7,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/coretest"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // TestClusterSlotMigrating (issue 9, item 4): while a semaphore's slot is
@@ -40,7 +40,7 @@ func TestClusterSlotMigrating(t *testing.T) {
 		})
 		return done
 	}
-	sem := core.NewRedis(c, name, 2, core.WithKeyPrefix("mg:"), core.WithDefaultLeaseTTL(3*time.Second))
+	sem := redissem.New(c, name, 2, redissem.WithKeyPrefix("mg:"), redissem.WithDefaultLeaseTTL(3*time.Second))
 	defer sem.Close()
 
 	// An idle semaphore: no key exists, ASK then TRYAGAIN on the target.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/internal/faultproxy"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // slack is added to every "returns by its deadline" bound: the machine the
@@ -61,7 +62,7 @@ func outage(t *testing.T, srv *server, mode faultproxy.Mode, polName string, pol
 	}
 	pfx, name := prefix(t), "outage"
 	direct := newClient(t, srv.addr())
-	other := core.NewRedis(direct, name, limit, core.WithKeyPrefix(pfx), core.WithDefaultLeaseTTL(ttl))
+	other := redissem.New(direct, name, limit, redissem.WithKeyPrefix(pfx), redissem.WithDefaultLeaseTTL(ttl))
 	defer other.Close()
 
 	px, err := faultproxy.Start(srv.addr())
@@ -69,10 +70,10 @@ func outage(t *testing.T, srv *server, mode faultproxy.Mode, polName string, pol
 		t.Fatal(err)
 	}
 	defer px.Close()
-	opts := []core.Option{core.WithKeyPrefix(pfx), core.WithDefaultLeaseTTL(ttl), core.WithFailurePolicy(pol)}
-	sem := core.NewRedis(newClient(t, px.Addr(), clientOpts...), name, limit, opts...)
+	opts := []redissem.Option{redissem.WithKeyPrefix(pfx), redissem.WithDefaultLeaseTTL(ttl), redissem.WithFailurePolicy(pol)}
+	sem := redissem.New(newClient(t, px.Addr(), clientOpts...), name, limit, opts...)
 	defer sem.Close()
-	fresh := core.NewRedis(newClient(t, px.Addr(), clientOpts...), name, limit, opts...) // a new process: never subscribed
+	fresh := redissem.New(newClient(t, px.Addr(), clientOpts...), name, limit, opts...) // a new process: never subscribed
 	defer fresh.Close()
 
 	bg := context.Background()

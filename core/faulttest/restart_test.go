@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // TestRedisRestartedEmpty restarts Redis with no data while two permits are
@@ -22,8 +23,8 @@ func TestRedisRestartedEmpty(t *testing.T) {
 	)
 	srv := newServer(t)
 	pfx, name := prefix(t), "restart"
-	mk := func() *core.Redis {
-		s := core.NewRedis(newClient(t, srv.addr()), name, limit, core.WithKeyPrefix(pfx), core.WithDefaultLeaseTTL(ttl))
+	mk := func() *redissem.Semaphore {
+		s := redissem.New(newClient(t, srv.addr()), name, limit, redissem.WithKeyPrefix(pfx), redissem.WithDefaultLeaseTTL(ttl))
 		t.Cleanup(func() { _ = s.Close() })
 		return s
 	}

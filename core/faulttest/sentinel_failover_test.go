@@ -7,8 +7,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/coretest"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // TestSentinelFailoverFollowsMaster (issue 9, item 1): a graceful Sentinel
@@ -36,7 +36,7 @@ func sentinelFailover(t *testing.T, crash bool) {
 	l := newLoad()
 	for range procs {
 		c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: set.Master, SentinelAddrs: set.Addrs})
-		sem := core.NewRedis(c, name, limit, core.WithKeyPrefix("sf:"), core.WithDefaultLeaseTTL(3*time.Second))
+		sem := redissem.New(c, name, limit, redissem.WithKeyPrefix("sf:"), redissem.WithDefaultLeaseTTL(3*time.Second))
 		t.Cleanup(func() { sem.Close(); c.Close() })
 		l.run(ctx, sem, name, per)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/coretest"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // TestClusterSlotMoved: a semaphore's slot moves, keys and all, to another
@@ -28,14 +29,14 @@ func TestClusterSlotMoved(t *testing.T) {
 	const name = "mv"
 	slot, s, d, srcID, dstID := slotMasters(t, ctx, admin, set.Addrs, name)
 
-	opts := []core.Option{core.WithKeyPrefix(prefix(t)), core.WithDefaultLeaseTTL(30 * time.Second)}
+	opts := []redissem.Option{redissem.WithKeyPrefix(prefix(t)), redissem.WithDefaultLeaseTTL(30 * time.Second)}
 	ca := redis.NewClusterClient(&redis.ClusterOptions{Addrs: set.Addrs})
 	defer ca.Close()
 	cb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: set.Addrs})
 	defer cb.Close()
-	a := core.NewRedis(ca, name, 1, opts...)
+	a := redissem.New(ca, name, 1, opts...)
 	defer a.Close()
-	b := core.NewRedis(cb, name, 1, opts...)
+	b := redissem.New(cb, name, 1, opts...)
 	defer b.Close()
 	p, err := b.Acquire(ctx)
 	if err != nil {

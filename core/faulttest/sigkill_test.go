@@ -15,8 +15,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/coretest"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // runChild is the holder process of TestSIGKILL: GOROUTINES workers acquire,
@@ -36,7 +36,7 @@ func runChild(mode string) int {
 	ttl, _ := time.ParseDuration(os.Getenv("TTL"))
 	hold, _ := time.ParseDuration(os.Getenv("HOLD"))
 	n, _ := strconv.Atoi(os.Getenv("GOROUTINES"))
-	s := core.NewRedis(c, os.Getenv("NAME"), limit, core.WithKeyPrefix(os.Getenv("PREFIX")), core.WithDefaultLeaseTTL(ttl))
+	s := redissem.New(c, os.Getenv("NAME"), limit, redissem.WithKeyPrefix(os.Getenv("PREFIX")), redissem.WithDefaultLeaseTTL(ttl))
 	var mu sync.Mutex
 	out := bufio.NewWriter(os.Stdout)
 	emit := func(kind string, tok, granted int64) {

@@ -11,8 +11,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/internal/faultproxy"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // TestSoak is off unless DISTSEM_SOAK is a duration (for example 10m). For
@@ -41,12 +41,12 @@ func TestSoak(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer px.Close()
-	opts := []core.Option{core.WithKeyPrefix(pfx), core.WithDefaultLeaseTTL(ttl)}
+	opts := []redissem.Option{redissem.WithKeyPrefix(pfx), redissem.WithDefaultLeaseTTL(ttl)}
 	direct := newClient(t, srv.addr())
-	sems := []*core.Redis{
-		core.NewRedis(newClient(t, px.Addr()), name, limit, opts...),
-		core.NewRedis(newClient(t, px.Addr()), name, limit, opts...),
-		core.NewRedis(direct, name, limit, opts...),
+	sems := []*redissem.Semaphore{
+		redissem.New(newClient(t, px.Addr()), name, limit, opts...),
+		redissem.New(newClient(t, px.Addr()), name, limit, opts...),
+		redissem.New(direct, name, limit, opts...),
 	}
 	for _, s := range sems {
 		defer s.Close()

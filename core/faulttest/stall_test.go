@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // TestStall stalls Redis with DEBUG SLEEP for longer than the client's read
@@ -44,7 +45,7 @@ func stall(t *testing.T, try bool, what string, sleep time.Duration) {
 	// A short read timeout (the default is 3s) keeps the scenario short; the
 	// retries are go-redis's default 3.
 	c := newClient(t, srv.addr(), func(o *redis.Options) { o.ReadTimeout = readTimeout })
-	sem := core.NewRedis(c, name, limit, core.WithKeyPrefix(pfx), core.WithDefaultLeaseTTL(ttl))
+	sem := redissem.New(c, name, limit, redissem.WithKeyPrefix(pfx), redissem.WithDefaultLeaseTTL(ttl))
 	defer sem.Close()
 	checker := newClient(t, srv.addr())
 	bg := context.Background()

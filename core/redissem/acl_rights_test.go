@@ -11,6 +11,7 @@ import (
 
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/coretest"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // TestACLEachRightNeeded (issue 9, item 6) removes each right of the
@@ -53,10 +54,10 @@ func TestACLEachRightNeeded(t *testing.T) {
 // as passed).
 func wantRightNamed(t *testing.T, ctx context.Context, c redis.UniversalClient, prefix, cmd string, again bool) {
 	t.Helper()
-	opts := []core.Option{core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(time.Second)}
-	s1 := core.NewRedis(c, "acl", 1, opts...)
+	opts := []redissem.Option{redissem.WithKeyPrefix(prefix), redissem.WithDefaultLeaseTTL(time.Second)}
+	s1 := redissem.New(c, "acl", 1, opts...)
 	defer s1.Close()
-	s2 := core.NewRedis(c, "acl", 1, opts...)
+	s2 := redissem.New(c, "acl", 1, opts...)
 	defer s2.Close()
 	named := func(err error) {
 		t.Helper()

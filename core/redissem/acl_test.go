@@ -17,6 +17,7 @@ import (
 
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/coretest"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // aclCommands is the minimum set of Redis commands the library needs: the
@@ -97,17 +98,17 @@ func TestACLMinimal(t *testing.T) {
 	defer cancel()
 	var mu sync.Mutex
 	var errs []error
-	onErr := core.WithOnError(func(err error) { mu.Lock(); errs = append(errs, err); mu.Unlock() })
-	opts := []core.Option{core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(300 * time.Millisecond), onErr}
+	onErr := redissem.WithOnError(func(err error) { mu.Lock(); errs = append(errs, err); mu.Unlock() })
+	opts := []redissem.Option{redissem.WithKeyPrefix(prefix), redissem.WithDefaultLeaseTTL(300 * time.Millisecond), onErr}
 	// Scripts not cached on the server: the first run of each falls back
 	// from EVALSHA to EVAL (as after a restart or a failover).
 	admin := realClient(t)
 	ok(t, admin.ScriptFlush(ctx).Err())
 	// Two backends on one semaphore: like two processes, so a grant goes
 	// by PUBLISH to the other one's channel.
-	s1 := core.NewRedis(c, "acl", 1, opts...)
+	s1 := redissem.New(c, "acl", 1, opts...)
 	defer s1.Close()
-	s2 := core.NewRedis(c, "acl", 1, opts...)
+	s2 := redissem.New(c, "acl", 1, opts...)
 	defer s2.Close()
 
 	p1, err := s1.Acquire(ctx)
@@ -153,14 +154,14 @@ func TestACLMinimal(t *testing.T) {
 	ok(t, p2.Release(ctx))
 	ok(t, p3.Release(ctx))
 
-	k := core.NewRedisKeyed(c, "aclk", 1, opts...)
+	k := redissem.NewKeyed(c, "aclk", 1, opts...)
 	defer k.Close()
 	kp, err := k.Acquire(ctx, "GET /x")
 	ok(t, err)
 	ok(t, kp.Release(ctx))
 
 	// A holder that stops renewing (its backend closed) is reaped.
-	s3 := core.NewRedis(c, "acl", 2, opts...)
+	s3 := redissem.New(c, "acl", 2, opts...)
 	_, err = s3.Acquire(ctx)
 	ok(t, err)
 	ok(t, s3.Close())
@@ -177,7 +178,7 @@ func TestACLMinimal(t *testing.T) {
 	mu.Unlock()
 
 	// Outside the key pattern: refused, so the rights above were enforced.
-	other := core.NewRedis(c, "acl", 1, core.WithKeyPrefix("not-"+prefix))
+	other := redissem.New(c, "acl", 1, redissem.WithKeyPrefix("not-"+prefix))
 	defer other.Close()
 	if _, err := other.TryAcquire(ctx); !errors.Is(err, core.ErrUnavailable) || !strings.Contains(fmt.Sprint(err), "NOPERM") {
 		t.Fatalf("TryAcquire outside the key pattern: %v, want ErrUnavailable (NOPERM)", err)
@@ -207,10 +208,10 @@ func TestACLMinimalCluster(t *testing.T) {
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, Username: user, Password: "pw"})
 	t.Cleanup(func() { _ = c.Close() })
 
-	opts := []core.Option{core.WithKeyPrefix(prefix)}
+	opts := []redissem.Option{redissem.WithKeyPrefix(prefix)}
 	for _, name := range []string{"a", "b", "c", "d"} { // several slots
-		s1 := core.NewRedis(c, name, 1, opts...)
-		s2 := core.NewRedis(c, name, 1, opts...)
+		s1 := redissem.New(c, name, 1, opts...)
+		s2 := redissem.New(c, name, 1, opts...)
 		p1, err := s1.Acquire(ctx)
 		ok(t, err)
 		got := make(chan error, 1)

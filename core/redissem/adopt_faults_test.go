@@ -9,6 +9,7 @@ import (
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/core/internal/faultproxy"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // TestFaultAdoptTwiceIsOnce delivers the adopt script twice (a client
@@ -17,9 +18,9 @@ import (
 func TestFaultAdoptTwiceIsOnce(t *testing.T) {
 	p := newFaultProxy(t, coretest.RedisAddr(t))
 	prefix := uniquePrefix(t)
-	a := core.NewRedis(realClient(t), "adup", 3, core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(time.Second))
+	a := redissem.New(realClient(t), "adup", 3, redissem.WithKeyPrefix(prefix), redissem.WithDefaultLeaseTTL(time.Second))
 	defer a.Close()
-	b := core.NewRedis(proxyClient(t, p, nil), "adup", 3, core.WithKeyPrefix(prefix))
+	b := redissem.New(proxyClient(t, p, nil), "adup", 3, redissem.WithKeyPrefix(prefix))
 	defer b.Close()
 	ctx := context.Background()
 	pa := acquire(t, a, core.WithWeight(2))
@@ -43,10 +44,10 @@ func TestFaultAdoptTwiceIsOnce(t *testing.T) {
 func TestFaultAdoptReplyLost(t *testing.T) {
 	p := newFaultProxy(t, coretest.RedisAddr(t))
 	prefix := uniquePrefix(t)
-	a := core.NewRedis(realClient(t), "alost", 2, core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(time.Second))
+	a := redissem.New(realClient(t), "alost", 2, redissem.WithKeyPrefix(prefix), redissem.WithDefaultLeaseTTL(time.Second))
 	defer a.Close()
-	b := core.NewRedis(proxyClient(t, p, nil), "alost", 2, core.WithKeyPrefix(prefix),
-		core.WithOperationTimeout(300*time.Millisecond))
+	b := redissem.New(proxyClient(t, p, nil), "alost", 2, redissem.WithKeyPrefix(prefix),
+		redissem.WithOperationTimeout(300*time.Millisecond))
 	defer b.Close()
 	ctx := context.Background()
 	pa := acquire(t, a)

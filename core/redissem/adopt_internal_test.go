@@ -3,6 +3,8 @@ package redissem
 import (
 	"context"
 	"testing"
+
+	"github.com/distsem/distsem/core"
 )
 
 // TestCrossProcessScriptsIdempotent runs each new script twice with the
@@ -11,17 +13,17 @@ import (
 // released) and change nothing.
 func TestCrossProcessScriptsIdempotent(t *testing.T) {
 	c := miniClient(t)
-	s := NewRedis(c, "idem", 3)
+	s := New(c, "idem", 3)
 	defer s.Close()
 	ctx := context.Background()
-	p, err := s.TryAcquire(ctx, WithWeight(2))
+	p, err := s.TryAcquire(ctx, core.WithWeight(2))
 	if err != nil {
 		t.Fatal(err)
 	}
 	nid := s.b.newID()
 	var infos []string
 	for i := range 2 {
-		r, err := s.run(ctx, scriptAdopt, s.limit, p.id, nid, int64(10000), int64(5000), int64(0))
+		r, err := s.run(ctx, scriptAdopt, s.limit, p.ID(), nid, int64(10000), int64(5000), int64(0))
 		if err != nil || r.value != 1 || len(r.lost) != 1 || r.again != (i == 1) {
 			t.Fatalf("adopt run %d: %+v, %v; want adopted (again on the second run)", i+1, r, err)
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/coretest"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // runAdoptChild is the child side of the tests below. "adopt": adopt the
@@ -21,7 +22,7 @@ import (
 // weight token grant_us", then on the line "release" from stdin release it
 // and print "released <lost> <error or ok>". "releaseid": release PERMIT_ID
 // by id and print "released <error or ok>".
-func runAdoptChild(mode string, s *core.Redis) int {
+func runAdoptChild(mode string, s *redissem.Semaphore) int {
 	ctx := context.Background()
 	id := os.Getenv("PERMIT_ID")
 	if mode == "releaseid" {
@@ -90,7 +91,7 @@ func TestMultiProcessAdopt(t *testing.T) {
 	const ttl = 300 * time.Millisecond
 	prefix := uniquePrefix(t)
 	c := realClient(t)
-	s := core.NewRedis(c, "mpadopt", 3, core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(ttl))
+	s := redissem.New(c, "mpadopt", 3, redissem.WithKeyPrefix(prefix), redissem.WithDefaultLeaseTTL(ttl))
 	defer s.Close()
 	ctx := context.Background()
 	pa := acquire(t, s, core.WithWeight(2))
@@ -144,7 +145,7 @@ func TestMultiProcessAdopt(t *testing.T) {
 // sees Lost.
 func TestMultiProcessReleaseID(t *testing.T) {
 	prefix := uniquePrefix(t)
-	s := core.NewRedis(realClient(t), "mprel", 1, core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(time.Second))
+	s := redissem.New(realClient(t), "mprel", 1, redissem.WithKeyPrefix(prefix), redissem.WithDefaultLeaseTTL(time.Second))
 	defer s.Close()
 	ctx := context.Background()
 	pa := acquire(t, s)
@@ -179,7 +180,7 @@ func TestMultiProcessReleaseID(t *testing.T) {
 	wantStats(t, s, 0, 0)
 }
 
-func tryAcquireW(t *testing.T, s *core.Redis, w int64) *core.Permit {
+func tryAcquireW(t *testing.T, s *redissem.Semaphore, w int64) *core.Permit {
 	t.Helper()
 	p, err := s.TryAcquire(context.Background(), core.WithWeight(w))
 	ok(t, err)

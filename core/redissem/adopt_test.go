@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // adoptClients runs f on miniredis and on a real redis-server, each
@@ -77,9 +78,9 @@ func lostWithin(t *testing.T, p *core.Permit, what string) {
 func TestAdoptTakesOverLease(t *testing.T) {
 	adoptClients(t, func(t *testing.T, c redis.UniversalClient, prefix string) {
 		const ttlA, ttlB = 300 * time.Millisecond, 3 * time.Second
-		a := core.NewRedis(c, "adopt", 3, core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(ttlA))
+		a := redissem.New(c, "adopt", 3, redissem.WithKeyPrefix(prefix), redissem.WithDefaultLeaseTTL(ttlA))
 		defer a.Close()
-		b := core.NewRedis(c, "adopt", 3, core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(ttlB))
+		b := redissem.New(c, "adopt", 3, redissem.WithKeyPrefix(prefix), redissem.WithDefaultLeaseTTL(ttlB))
 		defer b.Close()
 		ctx := context.Background()
 		pa := acquire(t, a, core.WithWeight(2))
@@ -130,10 +131,10 @@ func TestAdoptTakesOverLease(t *testing.T) {
 // Lost, and a retried ReleaseID still answers nil.
 func TestReleaseIDFromAnotherProcess(t *testing.T) {
 	adoptClients(t, func(t *testing.T, c redis.UniversalClient, prefix string) {
-		opts := []core.Option{core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(time.Second)}
-		a := core.NewRedis(c, "relid", 1, opts...)
+		opts := []redissem.Option{redissem.WithKeyPrefix(prefix), redissem.WithDefaultLeaseTTL(time.Second)}
+		a := redissem.New(c, "relid", 1, opts...)
 		defer a.Close()
-		b := core.NewRedis(c, "relid", 1, opts...)
+		b := redissem.New(c, "relid", 1, opts...)
 		defer b.Close()
 		ctx := context.Background()
 		pa := acquire(t, a)
@@ -174,7 +175,7 @@ func TestReleaseIDFromAnotherProcess(t *testing.T) {
 // new TTL.
 func TestSetLeaseTTL(t *testing.T) {
 	adoptClients(t, func(t *testing.T, c redis.UniversalClient, prefix string) {
-		s := core.NewRedis(c, "lease", 1, core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(300*time.Millisecond))
+		s := redissem.New(c, "lease", 1, redissem.WithKeyPrefix(prefix), redissem.WithDefaultLeaseTTL(300*time.Millisecond))
 		defer s.Close()
 		ctx := context.Background()
 		p := acquire(t, s)
@@ -209,7 +210,7 @@ func TestSetLeaseTTL(t *testing.T) {
 func TestSetLeaseTTLLostAndLeaseless(t *testing.T) {
 	c, m := miniClient(t)
 	ctx := context.Background()
-	s := core.NewRedis(c, "lost", 1, core.WithDefaultLeaseTTL(time.Hour))
+	s := redissem.New(c, "lost", 1, redissem.WithDefaultLeaseTTL(time.Hour))
 	defer s.Close()
 	p := acquire(t, s)
 	m.SetTime(time.Now().Add(2 * time.Hour))
@@ -231,7 +232,7 @@ func TestSetLeaseTTLLostAndLeaseless(t *testing.T) {
 	ok(t, lp.Release(ctx))
 
 	c, _ = miniClient(t)
-	k := core.NewRedisKeyed(c, "keyed", 1, core.WithDefaultLeaseTTL(300*time.Millisecond))
+	k := redissem.NewKeyed(c, "keyed", 1, redissem.WithDefaultLeaseTTL(300*time.Millisecond))
 	defer k.Close()
 	kp, err := k.Acquire(ctx, "a")
 	ok(t, err)
@@ -248,7 +249,7 @@ func TestSetLeaseTTLLostAndLeaseless(t *testing.T) {
 // ctx and a closed semaphore.
 func TestAdoptBadInput(t *testing.T) {
 	c, _ := miniClient(t)
-	s := core.NewRedis(c, "bad", 1)
+	s := redissem.New(c, "bad", 1)
 	ctx := context.Background()
 	for _, id := range []string{"", "a:b", "a,b", "a b", strings.Repeat("x", 65)} {
 		if _, err := s.Adopt(ctx, id); !errors.Is(err, core.ErrInvalidArgument) {
@@ -278,10 +279,10 @@ func TestAdoptUnderMinimalACL(t *testing.T) {
 	prefix := uniquePrefix(t)
 	c := aclClient(t, prefix)
 	ctx := context.Background()
-	opts := []core.Option{core.WithKeyPrefix(prefix)}
-	a := core.NewRedis(c, "acl", 2, opts...)
+	opts := []redissem.Option{redissem.WithKeyPrefix(prefix)}
+	a := redissem.New(c, "acl", 2, opts...)
 	defer a.Close()
-	b := core.NewRedis(c, "acl", 2, opts...)
+	b := redissem.New(c, "acl", 2, opts...)
 	defer b.Close()
 	p1 := acquire(t, a)
 	p2 := acquire(t, a)
@@ -298,10 +299,10 @@ func TestAdoptUnderMinimalACL(t *testing.T) {
 // no ids.
 func TestKeyedAdopt(t *testing.T) {
 	adoptClients(t, func(t *testing.T, c redis.UniversalClient, prefix string) {
-		opts := []core.Option{core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(300 * time.Millisecond)}
-		k1 := core.NewRedisKeyed(c, "kad", 2, opts...)
+		opts := []redissem.Option{redissem.WithKeyPrefix(prefix), redissem.WithDefaultLeaseTTL(300 * time.Millisecond)}
+		k1 := redissem.NewKeyed(c, "kad", 2, opts...)
 		defer k1.Close()
-		k2 := core.NewRedisKeyed(c, "kad", 2, opts...)
+		k2 := redissem.NewKeyed(c, "kad", 2, opts...)
 		defer k2.Close()
 		ctx := context.Background()
 		p, err := k1.Acquire(ctx, "GET /x")
@@ -357,7 +358,7 @@ func TestSetLeaseTTLWhileRenewing(t *testing.T) {
 	// several renewals, and a stall under load (-race on a busy machine)
 	// would have to last a whole lease to end one (100 ms leases did, about
 	// once in three runs on a loaded machine).
-	s := core.NewRedis(c, "churn", 1, core.WithDefaultLeaseTTL(300*time.Millisecond))
+	s := redissem.New(c, "churn", 1, redissem.WithDefaultLeaseTTL(300*time.Millisecond))
 	defer s.Close()
 	ctx := context.Background()
 	p := acquire(t, s)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // mustPanic runs f and returns the panic's message, failing if f returned.
@@ -27,8 +28,8 @@ func mustPanic(t *testing.T, what string, f func()) (msg string) {
 			t.Fatalf("%s: no panic", what)
 		}
 		msg, _ = r.(string)
-		if !strings.HasPrefix(msg, "core: ") {
-			t.Fatalf("%s: panic %v, want a \"core: …\" message", what, r)
+		if !strings.HasPrefix(msg, "core: ") && !strings.HasPrefix(msg, "redissem: ") {
+			t.Fatalf("%s: panic %v, want a \"core: …\" or \"redissem: …\" message", what, r)
 		}
 	}()
 	f()
@@ -67,16 +68,26 @@ func TestEdgeReleaseNilContext(t *testing.T) {
 	})
 }
 
-// Item 8: one lease-TTL rule on both backends: a default below 100ms makes
+// Item 8: one lease-TTL rule on every backend: a default below 100ms makes
 // the constructor panic, a per-call TTL below it is ErrInvalidArgument, and
-// 100ms is accepted.
+// 100ms is accepted. The in-process backend has no lease: it panics on
+// any default lease TTL (naming the option), and takes the per-call rule.
 func TestEdgeLeaseTTLRule(t *testing.T) {
 	forEach(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
 		for _, d := range []time.Duration{0, -time.Second, 99 * time.Millisecond} {
-			mustPanic(t, "WithDefaultLeaseTTL("+d.String()+")", func() { b.new(t, 1, core.WithDefaultLeaseTTL(d)) })
+			mustPanic(t, "WithDefaultLeaseTTL("+d.String()+")", func() { b.new(t, 1, optDefaultLeaseTTL(d)) })
 		}
-		s := b.new(t, 1, core.WithDefaultLeaseTTL(100*time.Millisecond))
+		var s sem
+		if b.name == "local" {
+			msg := mustPanic(t, "NewLocal with WithDefaultLeaseTTL", func() { b.new(t, 1, optDefaultLeaseTTL(100*time.Millisecond)) })
+			if !strings.Contains(msg, "WithDefaultLeaseTTL") {
+				t.Fatalf("panic %q does not name WithDefaultLeaseTTL", msg)
+			}
+			s = b.new(t, 1)
+		} else {
+			s = b.new(t, 1, optDefaultLeaseTTL(100*time.Millisecond))
+		}
 		for _, d := range []time.Duration{0, 99 * time.Millisecond} {
 			if _, err := s.Acquire(ctx, core.WithLeaseTTL(d)); !errors.Is(err, core.ErrInvalidArgument) {
 				t.Fatalf("WithLeaseTTL(%v): %v, want ErrInvalidArgument", d, err)
@@ -174,18 +185,26 @@ func TestEdgeLimitBound(t *testing.T) {
 // Item 5: every option is checked at construction, with a clear message.
 func TestEdgeOptionsValidated(t *testing.T) {
 	forEach(t, func(t *testing.T, b backend) {
-		bad := map[string]core.Option{
-			"WithMaxIdleKeys":      core.WithMaxIdleKeys(-1),
-			"WithDefaultLeaseTTL":  core.WithDefaultLeaseTTL(-time.Second),
-			"WithLimits":           core.WithLimits(map[string]int64{"a": 0}),
-			"key prefix":           core.WithKeyPrefix("a{b}"),
-			"nil Option":           nil,
-			"WithOperationTimeout": core.WithOperationTimeout(-time.Second),
-			"WithCircuitBreaker":   core.WithCircuitBreaker(3, -time.Second),
-			"WithOutageGrace":      core.WithOutageGrace(-time.Second),
+		// Each row in both forms; a row with redisOnly names an option of
+		// the Redis backends only.
+		bad := map[string]struct {
+			o         opt
+			redisOnly bool
+		}{
+			"WithMaxIdleKeys":      {o: optMaxIdleKeys(-1)},
+			"WithDefaultLeaseTTL":  {o: optDefaultLeaseTTL(-time.Second)},
+			"WithLimits":           {o: optLimits(map[string]int64{"a": 0})},
+			"key prefix":           {o: opt{core.WithKeyPrefix("a{b}"), redissem.WithKeyPrefix("a{b}")}},
+			"nil Option":           {o: opt{nil, nil}},
+			"WithOperationTimeout": {o: opt{redis: redissem.WithOperationTimeout(-time.Second)}, redisOnly: true},
+			"WithCircuitBreaker":   {o: opt{redis: redissem.WithCircuitBreaker(3, -time.Second)}, redisOnly: true},
+			"WithOutageGrace":      {o: opt{redis: redissem.WithOutageGrace(-time.Second)}, redisOnly: true},
 		}
-		for want, o := range bad {
-			if msg := mustPanic(t, want, func() { b.new(t, 1, o) }); !strings.Contains(msg, want) {
+		for want, row := range bad {
+			if row.redisOnly && b.name == "local" {
+				continue
+			}
+			if msg := mustPanic(t, want, func() { b.new(t, 1, row.o) }); !strings.Contains(msg, want) {
 				t.Fatalf("panic %q does not name %q", msg, want)
 			}
 		}

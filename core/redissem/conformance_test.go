@@ -12,6 +12,7 @@ import (
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/core/coretest/semtest"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // sem is what the conformance suite needs of a backend.
@@ -19,7 +20,49 @@ type sem = semtest.Sem
 
 type backend struct {
 	name string
-	new  func(t *testing.T, limit int64, opts ...core.Option) sem
+	new  func(t *testing.T, limit int64, opts ...opt) sem
+}
+
+// opt is one construction option in the form of each kind of backend:
+// core's for the in-process ones (NewLocal, NewLocalKeyed), redissem's for
+// the Redis ones. A zero form is given as a nil Option.
+type opt struct {
+	local core.Option
+	redis redissem.Option
+}
+
+func optObserver(o core.Observer) opt {
+	return opt{core.WithObserver(o), redissem.WithObserver(o)}
+}
+
+func optDefaultLeaseTTL(d time.Duration) opt {
+	return opt{core.WithDefaultLeaseTTL(d), redissem.WithDefaultLeaseTTL(d)}
+}
+
+func optLimits(limits map[string]int64) opt {
+	return opt{core.WithLimits(limits), redissem.WithLimits(limits)}
+}
+
+func optMaxIdleKeys(n int) opt {
+	return opt{core.WithMaxIdleKeys(n), redissem.WithMaxIdleKeys(n)}
+}
+
+// localOpts and redisOpts return the forms of opts for each kind of
+// backend.
+func localOpts(opts []opt) []core.Option {
+	out := make([]core.Option, len(opts))
+	for i, o := range opts {
+		out[i] = o.local
+	}
+	return out
+}
+
+func redisOpts(opts []opt) []redissem.Option {
+	out := make([]redissem.Option, len(opts))
+	for i, o := range opts {
+		out[i] = o.redis
+	}
+	return out
 }
 
 var prefixSeq atomic.Int64
@@ -53,22 +96,22 @@ func closeAtCleanup(t *testing.T, s sem) sem {
 // Redis through miniredis, and a real redis-server.
 func backends() []backend {
 	return append([]backend{
-		{"local", func(t *testing.T, limit int64, opts ...core.Option) sem {
-			return closeAtCleanup(t, core.NewLocal(limit, opts...))
+		{"local", func(t *testing.T, limit int64, opts ...opt) sem {
+			return closeAtCleanup(t, core.NewLocal(limit, localOpts(opts)...))
 		}},
-		{"miniredis", func(t *testing.T, limit int64, opts ...core.Option) sem {
+		{"miniredis", func(t *testing.T, limit int64, opts ...opt) sem {
 			c, _ := miniClient(t)
-			return closeAtCleanup(t, core.NewRedis(c, "conf", limit, opts...))
+			return closeAtCleanup(t, redissem.New(c, "conf", limit, redisOpts(opts)...))
 		}},
-		{"redis", func(t *testing.T, limit int64, opts ...core.Option) sem {
+		{"redis", func(t *testing.T, limit int64, opts ...opt) sem {
 			return realSem(t, realClient(t), limit, opts)
 		}},
-		{"cluster", func(t *testing.T, limit int64, opts ...core.Option) sem {
+		{"cluster", func(t *testing.T, limit int64, opts ...opt) sem {
 			c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: coretest.RedisClusterAddrs(t)})
 			t.Cleanup(func() { _ = c.Close() })
 			return realSem(t, c, limit, opts)
 		}},
-		{"sentinel", func(t *testing.T, limit int64, opts ...core.Option) sem {
+		{"sentinel", func(t *testing.T, limit int64, opts ...opt) sem {
 			addrs, master := coretest.RedisSentinel(t)
 			c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: master, SentinelAddrs: addrs})
 			t.Cleanup(func() { _ = c.Close() })
@@ -77,9 +120,9 @@ func backends() []backend {
 	}, quorumBackends()...)
 }
 
-func realSem(t *testing.T, c redis.UniversalClient, limit int64, opts []core.Option) sem {
-	opts = append([]core.Option{core.WithKeyPrefix(uniquePrefix(t))}, opts...)
-	return closeAtCleanup(t, core.NewRedis(c, "conf", limit, opts...))
+func realSem(t *testing.T, c redis.UniversalClient, limit int64, opts []opt) sem {
+	ropts := append([]redissem.Option{redissem.WithKeyPrefix(uniquePrefix(t))}, redisOpts(opts)...)
+	return closeAtCleanup(t, redissem.New(c, "conf", limit, ropts...))
 }
 
 func forEach(t *testing.T, f func(t *testing.T, b backend)) {
@@ -116,8 +159,8 @@ var (
 // Backends in other modules run the same suite (core/consul).
 func TestConformance(t *testing.T) {
 	forEach(t, func(t *testing.T, b backend) {
-		semtest.Run(t, semtest.Backend{Name: b.name, New: func(t *testing.T, limit int64, opts ...core.Option) semtest.Sem {
-			return b.new(t, limit, opts...)
+		semtest.Run(t, semtest.Backend{Name: b.name, New: func(t *testing.T, limit int64) semtest.Sem {
+			return b.new(t, limit)
 		}})
 	})
 }

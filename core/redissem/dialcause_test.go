@@ -13,6 +13,7 @@ import (
 
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/coretest"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // closedPort returns a loopback address on which nothing listens: a
@@ -39,12 +40,12 @@ func TestRefusedConnectionNamesCause(t *testing.T) {
 	addr := closedPort(t)
 	c := redis.NewClient(&redis.Options{Addr: addr})
 	defer c.Close()
-	s := core.NewRedis(c, "refused", 1, core.WithOperationTimeout(300*time.Millisecond))
+	s := redissem.New(c, "refused", 1, redissem.WithOperationTimeout(300*time.Millisecond))
 	defer s.Close()
 	// Leased mode: an Acquire takes the failure policy once the outage
 	// grace has passed with every beat failing.
-	leased := core.NewRedis(c, "refused-leased", 1, core.WithOperationTimeout(300*time.Millisecond),
-		core.WithLeasedShares(), core.WithOutageGrace(300*time.Millisecond))
+	leased := redissem.NewLeased(c, "refused-leased", 1, redissem.WithOperationTimeout(300*time.Millisecond),
+		redissem.WithOutageGrace(300*time.Millisecond))
 	defer leased.Close()
 	// The caller's deadline is far beyond the operation timeout: only the
 	// latter can end these calls.
@@ -70,7 +71,7 @@ func TestRefusedConnectionNamesCauseCluster(t *testing.T) {
 	set := coretest.StartCluster(t, 3, 0)
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: set.Addrs})
 	defer c.Close()
-	s := core.NewRedis(c, "refused", 1, core.WithOperationTimeout(300*time.Millisecond))
+	s := redissem.New(c, "refused", 1, redissem.WithOperationTimeout(300*time.Millisecond))
 	defer s.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -10,25 +10,26 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // A coordinator acquires a permit and hands its ID to a worker, which
 // adopts it (takes over its lease), lengthens the lease for long work and
 // releases it when done. The two semaphore objects stand for two
 // processes; miniredis stands in for a real server.
-func ExampleRedis_Adopt() {
+func ExampleSemaphore_Adopt() {
 	m, _ := miniredis.Run()
 	defer m.Close()
 	client := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	defer client.Close()
 	ctx := context.Background()
 
-	coordinator := core.NewRedis(client, "subtasks", 4, core.WithDefaultLeaseTTL(time.Second))
+	coordinator := redissem.New(client, "subtasks", 4, redissem.WithDefaultLeaseTTL(time.Second))
 	defer coordinator.Close()
 	p, _ := coordinator.Acquire(ctx)
 	id := p.ID() // passed to the worker, e.g. as an argument
 
-	worker := core.NewRedis(client, "subtasks", 4)
+	worker := redissem.New(client, "subtasks", 4)
 	defer worker.Close()
 	wp, err := worker.Adopt(ctx, id)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // A handler holds a permit of a reentrant semaphore of one permit and calls
@@ -52,7 +53,7 @@ func ExampleNewQuorum() {
 	for _, addr := range []string{"10.0.0.1:6379", "10.0.0.2:6379", "10.0.0.3:6379"} {
 		masters = append(masters, redis.NewClient(&redis.Options{Addr: addr}))
 	}
-	lock := core.NewQuorum(masters, "nightly-report", 1)
+	lock := redissem.NewQuorum(masters, "nightly-report", 1)
 	defer lock.Close()
 
 	ctx := context.Background()

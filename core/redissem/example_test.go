@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // At most two of the five workers run at once.
@@ -37,15 +38,15 @@ func ExampleNewLocal() {
 
 // Two semaphore objects with the same name share one limit, as two
 // processes would. (miniredis stands in for a real server here.)
-func ExampleNewRedis() {
+func ExampleNew() {
 	m, _ := miniredis.Run()
 	defer m.Close()
 	client := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	defer client.Close()
 
-	a := core.NewRedis(client, "reports-db", 1)
+	a := redissem.New(client, "reports-db", 1)
 	defer a.Close()
-	b := core.NewRedis(client, "reports-db", 1)
+	b := redissem.New(client, "reports-db", 1)
 	defer b.Close()
 
 	ctx := context.Background()

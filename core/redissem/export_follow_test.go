@@ -4,7 +4,7 @@ import "time"
 
 // NoteReleases records n releases of id on s's backend, each with lease
 // TTL ttl, as n successful Releases do.
-func NoteReleases(s *Redis, id string, ttl time.Duration, n int) {
+func NoteReleases(s *Semaphore, id string, ttl time.Duration, n int) {
 	for range n {
 		s.b.noteReleased(s, id, ttl)
 	}
@@ -12,7 +12,7 @@ func NoteReleases(s *Redis, id string, ttl time.Duration, n int) {
 
 // ReplayableReleases returns how many releases s's backend would run again
 // if its subscription moved now.
-func ReplayableReleases(s *Redis) int {
+func ReplayableReleases(s *Semaphore) int {
 	n := 0
 	now := time.Now()
 	s.b.mu.Lock()

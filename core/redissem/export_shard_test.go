@@ -7,17 +7,19 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/distsem/distsem/core"
 )
 
 // ListenShard subscribes s's channel as s's first wait does (on Cluster,
 // its shard channel), without acquiring.
-func ListenShard(ctx context.Context, s *Redis) error { return s.b.listen(ctx, s) }
+func ListenShard(ctx context.Context, s *Semaphore) error { return s.b.listen(ctx, s) }
 
 // ResubscribeDuring makes s's backend remake its subscription now, as the
 // follower does, and runs during once the new subscription (on Cluster)
 // read the channels in use and before it subscribes them. It returns once
 // the attempt ended. s must be subscribed.
-func ResubscribeDuring(s *Redis, during func()) {
+func ResubscribeDuring(s *Semaphore, during func()) {
 	b := s.b
 	done := make(chan struct{})
 	b.mu.Lock()
@@ -33,7 +35,7 @@ func ResubscribeDuring(s *Redis, during func()) {
 
 // SweepShardsAt runs the sweep of idle shard channels of s's backend as
 // the renewal loop does, as if the time were at.
-func SweepShardsAt(s *Redis, at time.Time) {
+func SweepShardsAt(s *Semaphore, at time.Time) {
 	b := s.b
 	b.subSem <- struct{}{}
 	defer func() { <-b.subSem }()
@@ -45,7 +47,7 @@ func SweepShardsAt(s *Redis, at time.Time) {
 
 // ShardChannels returns the shard channels that s's backend holds
 // subscribed and those it tracks as in use, each sorted.
-func ShardChannels(s *Redis) (subscribed, tracked []string) {
+func ShardChannels(s *Semaphore) (subscribed, tracked []string) {
 	b := s.b
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -62,20 +64,59 @@ func ShardChannels(s *Redis) (subscribed, tracked []string) {
 	return subscribed, tracked
 }
 
-// KeyedRedis returns the semaphore of key in k, a NewRedisKeyed (made if
-// it is not in use), and keeps it in use.
-func KeyedRedis(k *Keyed, key string) *Redis {
-	e, err := k.ref(key)
-	if err != nil {
+// keyedRecord holds, for a keyed semaphore made by NewKeyedRecorded, the
+// semaphore of each of its keys, by key.
+type keyedRecord struct {
+	mu   sync.Mutex
+	sems map[string]*Semaphore
+}
+
+var keyedRecords sync.Map // *core.Keyed -> *keyedRecord
+
+// NewKeyedRecorded is NewKeyed, and records the semaphore it makes for
+// each key, for KeyedRedis.
+func NewKeyedRecorded(client redis.UniversalClient, name string, defaultLimit int64, opts ...Option) *core.Keyed {
+	cfg := buildConfig("NewKeyed", takesKeyed, opts)
+	checkName("NewKeyed", name)
+	checkLimit("NewKeyed: default limit", defaultLimit)
+	b := newRedisBackend(client, cfg)
+	rec := &keyedRecord{sems: make(map[string]*Semaphore)}
+	k := core.NewKeyed(name, defaultLimit, func(k core.Key, limit int64) core.LimitSemaphore {
+		s := b.semaphore(k.Name(name), limit, false)
+		s.label = k.Label
+		rec.mu.Lock()
+		rec.sems[k.Label] = s
+		rec.mu.Unlock()
+		return s
+	}, b.close, cfg.shared...)
+	keyedRecords.Store(k, rec)
+	return k
+}
+
+// KeyedRedis returns the semaphore of key in k, a NewKeyedRecorded, made
+// if it is not in use (by a Stats call on key).
+func KeyedRedis(k *core.Keyed, key string) *Semaphore {
+	r, ok := keyedRecords.Load(k)
+	if !ok {
+		panic("KeyedRedis: k was not made by NewKeyedRecorded")
+	}
+	if _, err := k.Stats(context.Background(), key); err != nil {
 		panic(err)
 	}
-	return e.sem.(*Redis)
+	rec := r.(*keyedRecord)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	s := rec.sems[core.KeyLabel(key)]
+	if s == nil {
+		panic("KeyedRedis: no semaphore made for key " + key)
+	}
+	return s
 }
 
 // AddShardConcurrently subscribes s's shard channel by n calls at once on
 // the current subscription of s's backend (as a first wait and catchUp
 // may), and returns their errors.
-func AddShardConcurrently(ctx context.Context, s *Redis, n int) []error {
+func AddShardConcurrently(ctx context.Context, s *Semaphore, n int) []error {
 	b := s.b
 	b.mu.Lock()
 	b.wantShard(s)
@@ -92,7 +133,7 @@ func AddShardConcurrently(ctx context.Context, s *Redis, n int) []error {
 
 // SameMaster reports whether the shard channels of a and b (of one
 // Cluster) are on the same master.
-func SameMaster(ctx context.Context, a, b *Redis) bool {
+func SameMaster(ctx context.Context, a, b *Semaphore) bool {
 	cc := a.b.client.(*redis.ClusterClient)
 	na, err1 := cc.MasterForKey(ctx, a.notify)
 	nb, err2 := cc.MasterForKey(ctx, b.notify)

@@ -3,15 +3,37 @@ package redissem
 import (
 	"strings"
 	"time"
+
+	"github.com/distsem/distsem/core"
 )
 
 // QueuedAt returns the Redis server time at which p's request joined the
-// queue (zero if it never queued), for the multi-process FIFO test.
-func QueuedAt(p *Permit) time.Time {
-	if p.queueUS == 0 {
+// queue (zero if it never queued), for the multi-process FIFO test. p must
+// be a permit of s, still held.
+func QueuedAt(s *Semaphore, p *core.Permit) time.Time {
+	h := heldHolder(s, p)
+	if h == nil {
+		panic("QueuedAt: p is not a permit that s holds")
+	}
+	if h.queueUS == 0 {
 		return time.Time{}
 	}
-	return time.UnixMicro(p.queueUS)
+	return time.UnixMicro(h.queueUS)
+}
+
+// heldHolder returns the holder of p among the permits that s's backend
+// tracks as held by s, or nil.
+func heldHolder(s *Semaphore, p *core.Permit) *holder {
+	s.b.mu.Lock()
+	defer s.b.mu.Unlock()
+	if t := s.b.sems[s]; t != nil {
+		for h := range t.held {
+			if h.p == p {
+				return h
+			}
+		}
+	}
+	return nil
 }
 
 // ScriptSources returns the acquire and release scripts with their fast

@@ -13,8 +13,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/coretest"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // TestFastPathsMatchGeneralCode runs random acquires and releases on a real
@@ -82,8 +82,8 @@ func newDiffRun(t *testing.T, ctx context.Context, c *redis.Client, seed uint64)
 		chans: []string{tag + "mine", tag + "heard", tag + "deaf", tag + "heard{s}", tag + "deaf{s}"},
 		limit: int64(1 + seed%3), now: time.Now().UnixMicro(),
 		fast: map[string]int{}, general: map[string]int{}}
-	fa, fr := core.ScriptSources(true, d.clock)
-	sa, sr := core.ScriptSources(false, d.clock)
+	fa, fr := redissem.ScriptSources(true, d.clock)
+	sa, sr := redissem.ScriptSources(false, d.clock)
 	d.fastA, d.fastR, d.slowA, d.slowR = redis.NewScript(fa), redis.NewScript(fr), redis.NewScript(sa), redis.NewScript(sr)
 	// A channel with '{' is a Cluster shard channel to the scripts
 	// (SPUBLISH, SHARDNUMSUB); a standalone server serves those too.

@@ -7,8 +7,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/coretest"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // rawCount reads what Redis records for a semaphore: the used count the
@@ -41,10 +41,10 @@ func TestFaultRetriedReleaseAndLeaveKeepCapacity(t *testing.T) {
 	p := newFaultProxy(t, coretest.RedisAddr(t))
 	prefix := uniquePrefix(t)
 	pc := proxyClient(t, p, &redis.Options{PoolSize: 1})
-	s := core.NewRedis(pc, "dup", 2, core.WithKeyPrefix(prefix))
+	s := redissem.New(pc, "dup", 2, redissem.WithKeyPrefix(prefix))
 	defer s.Close()
 	rc := realClient(t)
-	other := core.NewRedis(rc, "dup", 2, core.WithKeyPrefix(prefix))
+	other := redissem.New(rc, "dup", 2, redissem.WithKeyPrefix(prefix))
 	defer other.Close()
 	ctx := context.Background()
 	ok(t, tryAcquire(t, s).Release(ctx)) // the script is loaded: EVALSHA runs it

@@ -10,6 +10,7 @@ import (
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/core/internal/faultproxy"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // Issue 7 point 2: a waiter gave up while Redis was silent, and its
@@ -20,16 +21,16 @@ import (
 func TestFaultOrphanGrantReleased(t *testing.T) {
 	p := newFaultProxy(t, coretest.RedisAddr(t))
 	prefix := uniquePrefix(t)
-	holder := core.NewRedis(realClient(t), "orphan", 1, core.WithKeyPrefix(prefix))
+	holder := redissem.New(realClient(t), "orphan", 1, redissem.WithKeyPrefix(prefix))
 	defer holder.Close()
-	third := core.NewRedis(realClient(t), "orphan", 1, core.WithKeyPrefix(prefix))
+	third := redissem.New(realClient(t), "orphan", 1, redissem.WithKeyPrefix(prefix))
 	defer third.Close()
 	const ttl = 3 * time.Second // the orphan's lease; its entry lives 2/3 of it
 	obs, queued := queueObserver()
 	gaveUp := make(chan struct{}, 1)
-	w := core.NewRedis(proxyClient(t, p, nil), "orphan", 1, core.WithKeyPrefix(prefix),
-		core.WithDefaultLeaseTTL(ttl), core.WithOperationTimeout(100*time.Millisecond), core.WithObserver(obs),
-		core.WithOnError(func(err error) {
+	w := redissem.New(proxyClient(t, p, nil), "orphan", 1, redissem.WithKeyPrefix(prefix),
+		redissem.WithDefaultLeaseTTL(ttl), redissem.WithOperationTimeout(100*time.Millisecond), redissem.WithObserver(obs),
+		redissem.WithOnError(func(err error) {
 			if errors.Is(err, core.ErrUnavailable) && strings.Contains(err.Error(), "leave queue") {
 				select {
 				case gaveUp <- struct{}{}:

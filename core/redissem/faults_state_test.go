@@ -15,6 +15,7 @@ import (
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/core/internal/faultproxy"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // Defect 9: with a pinned limit, a holder set that expired while idle must
@@ -22,14 +23,14 @@ import (
 func TestFaultPinnedLimitNoStrandedCount(t *testing.T) {
 	c, m := miniClient(t)
 	ctx := context.Background()
-	s := core.NewRedis(c, "pin", 1)
+	s := redissem.New(c, "pin", 1)
 	ok(t, s.SetLimit(ctx, 1))
 	_ = acquire(t, s, core.WithLeaseTTL(200*time.Millisecond))
 	ok(t, s.Close()) // as a crash: no release
 	later := time.Now().Add(62 * time.Second)
 	m.SetTime(later)
 	m.FastForward(62 * time.Second)
-	s2 := core.NewRedis(c, "pin", 1)
+	s2 := redissem.New(c, "pin", 1)
 	defer s2.Close()
 	wantStats(t, s2, 0, 0)
 	pm, err := s2.TryAcquire(ctx)
@@ -42,9 +43,9 @@ func TestFaultPinnedLimitNoStrandedCount(t *testing.T) {
 func TestFaultLateAcquireRefused(t *testing.T) {
 	p := newFaultProxy(t, coretest.RedisAddr(t))
 	prefix := uniquePrefix(t)
-	s := core.NewRedis(proxyClient(t, p, nil), "late", 1, core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(30*time.Second))
+	s := redissem.New(proxyClient(t, p, nil), "late", 1, redissem.WithKeyPrefix(prefix), redissem.WithDefaultLeaseTTL(30*time.Second))
 	defer s.Close()
-	other := core.NewRedis(realClient(t), "late", 1, core.WithKeyPrefix(prefix))
+	other := redissem.New(realClient(t), "late", 1, redissem.WithKeyPrefix(prefix))
 	defer other.Close()
 	ctx := context.Background()
 	pm := acquire(t, s) // connection and clock estimate made
@@ -70,11 +71,11 @@ func TestFaultLateAcquireRefused(t *testing.T) {
 func TestFaultCloseLeavesQueue(t *testing.T) {
 	p := newFaultProxy(t, coretest.RedisAddr(t))
 	prefix := uniquePrefix(t)
-	other := core.NewRedis(realClient(t), "closeq", 1, core.WithKeyPrefix(prefix))
+	other := redissem.New(realClient(t), "closeq", 1, redissem.WithKeyPrefix(prefix))
 	defer other.Close()
 	c := redis.NewClient(&redis.Options{Addr: p.Addr()})
-	s := core.NewRedis(c, "closeq", 1, core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(30*time.Second),
-		core.WithOperationTimeout(10*time.Second))
+	s := redissem.New(c, "closeq", 1, redissem.WithKeyPrefix(prefix), redissem.WithDefaultLeaseTTL(30*time.Second),
+		redissem.WithOperationTimeout(10*time.Second))
 	ctx := context.Background()
 	hp := acquire(t, other)
 	errc := make(chan error, 1)
@@ -102,10 +103,10 @@ func TestFaultLostReplyResyncs(t *testing.T) {
 	p := newFaultProxy(t, coretest.RedisAddr(t))
 	prefix := uniquePrefix(t)
 	obs, queued := queueObserver()
-	s := core.NewRedis(proxyClient(t, p, nil), "resync", 1, core.WithKeyPrefix(prefix),
-		core.WithDefaultLeaseTTL(30*time.Second), core.WithObserver(obs))
+	s := redissem.New(proxyClient(t, p, nil), "resync", 1, redissem.WithKeyPrefix(prefix),
+		redissem.WithDefaultLeaseTTL(30*time.Second), redissem.WithObserver(obs))
 	defer s.Close()
-	other := core.NewRedis(realClient(t), "resync", 1, core.WithKeyPrefix(prefix))
+	other := redissem.New(realClient(t), "resync", 1, redissem.WithKeyPrefix(prefix))
 	defer other.Close()
 	ctx := context.Background()
 	hp := acquire(t, s)
@@ -134,7 +135,7 @@ func TestFaultLostReplyResyncs(t *testing.T) {
 // Defect 14: no permit after Close.
 func TestFaultNoPermitAfterClose(t *testing.T) {
 	c := realClient(t)
-	s := core.NewRedis(c, "closed", 1, core.WithKeyPrefix(uniquePrefix(t)))
+	s := redissem.New(c, "closed", 1, redissem.WithKeyPrefix(uniquePrefix(t)))
 	ok(t, s.Close())
 	if pm, err := s.TryAcquire(context.Background()); !errors.Is(err, core.ErrClosed) {
 		t.Fatalf("TryAcquire after Close: %v, %v; want ErrClosed", pm, err)
@@ -151,7 +152,7 @@ func TestFaultNoPermitAfterClose(t *testing.T) {
 func TestFaultGrantRacingClose(t *testing.T) {
 	c := realClient(t)
 	prefix := uniquePrefix(t)
-	other := core.NewRedis(c, "race", 1, core.WithKeyPrefix(prefix))
+	other := redissem.New(c, "race", 1, redissem.WithKeyPrefix(prefix))
 	defer other.Close()
 	ctx := context.Background()
 	type result struct {
@@ -159,7 +160,7 @@ func TestFaultGrantRacingClose(t *testing.T) {
 		err error
 	}
 	for range 30 {
-		s := core.NewRedis(c, "race", 1, core.WithKeyPrefix(prefix))
+		s := redissem.New(c, "race", 1, redissem.WithKeyPrefix(prefix))
 		hp := acquire(t, s)
 		res := make(chan result, 1)
 		go func() { pm, err := s.Acquire(ctx); res <- result{pm, err} }()
@@ -219,11 +220,11 @@ func TestFaultLowerLimitFailsHeavyWaiters(t *testing.T) {
 func TestFaultCloseUnderBlackhole(t *testing.T) {
 	p := newFaultProxy(t, coretest.RedisAddr(t))
 	prefix := uniquePrefix(t)
-	holder := core.NewRedis(realClient(t), "closebh", 1, core.WithKeyPrefix(prefix))
+	holder := redissem.New(realClient(t), "closebh", 1, redissem.WithKeyPrefix(prefix))
 	defer holder.Close()
 	const op = 300 * time.Millisecond
-	s := core.NewRedis(proxyClient(t, p, nil), "closebh", 1, core.WithKeyPrefix(prefix),
-		core.WithDefaultLeaseTTL(time.Second), core.WithOperationTimeout(op))
+	s := redissem.New(proxyClient(t, p, nil), "closebh", 1, redissem.WithKeyPrefix(prefix),
+		redissem.WithDefaultLeaseTTL(time.Second), redissem.WithOperationTimeout(op))
 	ctx := context.Background()
 	hp := acquire(t, holder)
 	defer hp.Release(ctx)
@@ -245,7 +246,7 @@ func TestFaultCloseUnderBlackhole(t *testing.T) {
 // release) get the same idle expiry as the others, without a full refresh.
 func TestRedisRecreatedKeysExpire(t *testing.T) {
 	c, m := miniClient(t)
-	s := core.NewRedis(c, "recreate", 1)
+	s := redissem.New(c, "recreate", 1)
 	defer s.Close()
 	ctx := context.Background()
 	ok(t, acquire(t, s).Release(ctx))

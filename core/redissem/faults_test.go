@@ -12,6 +12,7 @@ import (
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/core/internal/faultproxy"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // Regression tests for issue 7 (core under faults). Each injects its fault
@@ -82,9 +83,9 @@ func within(t *testing.T, d time.Duration, what string, f func() error) time.Dur
 func TestFaultRetriedAcquireKeepsCapacity(t *testing.T) {
 	p := newFaultProxy(t, coretest.RedisAddr(t))
 	prefix := uniquePrefix(t)
-	s := core.NewRedis(proxyClient(t, p, nil), "retry", 2, core.WithKeyPrefix(prefix))
+	s := redissem.New(proxyClient(t, p, nil), "retry", 2, redissem.WithKeyPrefix(prefix))
 	defer s.Close()
-	other := core.NewRedis(realClient(t), "retry", 2, core.WithKeyPrefix(prefix))
+	other := redissem.New(realClient(t), "retry", 2, redissem.WithKeyPrefix(prefix))
 	defer other.Close()
 	ctx := context.Background()
 	ok(t, tryAcquire(t, s).Release(ctx)) // the script is loaded: EVALSHA runs it
@@ -106,9 +107,9 @@ func TestFaultRetriedAcquireKeepsCapacity(t *testing.T) {
 func TestFaultDeadlineUnderBlackhole(t *testing.T) {
 	p := newFaultProxy(t, coretest.RedisAddr(t))
 	prefix := uniquePrefix(t)
-	holder := core.NewRedis(realClient(t), "bh", 1, core.WithKeyPrefix(prefix))
+	holder := redissem.New(realClient(t), "bh", 1, redissem.WithKeyPrefix(prefix))
 	defer holder.Close()
-	s := core.NewRedis(proxyClient(t, p, nil), "bh", 1, core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(30*time.Second))
+	s := redissem.New(proxyClient(t, p, nil), "bh", 1, redissem.WithKeyPrefix(prefix), redissem.WithDefaultLeaseTTL(30*time.Second))
 	ctx := context.Background()
 	hp := acquire(t, holder)
 	for _, cancelled := range []bool{false, true} {
@@ -147,7 +148,7 @@ func TestFaultDeadlineUnderBlackhole(t *testing.T) {
 // returns when its ctx is cancelled, whatever Redis does.
 func TestFaultFirstAcquireHonoursCtx(t *testing.T) {
 	p := newFaultProxy(t, coretest.RedisAddr(t))
-	s := core.NewRedis(proxyClient(t, p, nil), "first", 1, core.WithKeyPrefix(uniquePrefix(t)))
+	s := redissem.New(proxyClient(t, p, nil), "first", 1, redissem.WithKeyPrefix(uniquePrefix(t)))
 	defer s.Close()
 	ok(t, p.SetMode(faultproxy.Blackhole))
 	defer p.SetMode(faultproxy.Pass)
@@ -168,13 +169,13 @@ func TestFaultFirstAcquireHonoursCtx(t *testing.T) {
 func TestFaultQueuedWaiterGetsPolicy(t *testing.T) {
 	p := newFaultProxy(t, coretest.RedisAddr(t))
 	prefix := uniquePrefix(t)
-	holder := core.NewRedis(realClient(t), "outage", 1, core.WithKeyPrefix(prefix))
+	holder := redissem.New(realClient(t), "outage", 1, redissem.WithKeyPrefix(prefix))
 	defer holder.Close()
 	const ttl = time.Second
 	obs, queued := queueObserver()
-	s := core.NewRedis(proxyClient(t, p, nil), "outage", 1, core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(ttl),
-		core.WithFailurePolicy(core.FailOpen), core.WithOperationTimeout(200*time.Millisecond),
-		core.WithOutageGrace(200*time.Millisecond), core.WithObserver(obs))
+	s := redissem.New(proxyClient(t, p, nil), "outage", 1, redissem.WithKeyPrefix(prefix), redissem.WithDefaultLeaseTTL(ttl),
+		redissem.WithFailurePolicy(core.FailOpen), redissem.WithOperationTimeout(200*time.Millisecond),
+		redissem.WithOutageGrace(200*time.Millisecond), redissem.WithObserver(obs))
 	defer s.Close()
 	ctx := context.Background()
 	hp := acquire(t, holder, core.WithLeaseTTL(time.Minute))
@@ -198,9 +199,9 @@ func TestFaultQueuedWaiterGetsPolicy(t *testing.T) {
 // and once the breaker is open the policy applies without a round trip.
 func TestFaultFailFastAndBreaker(t *testing.T) {
 	p := newFaultProxy(t, coretest.RedisAddr(t))
-	s := core.NewRedis(proxyClient(t, p, nil), "fast", 1, core.WithKeyPrefix(uniquePrefix(t)),
-		core.WithFailurePolicy(core.FailOpen), core.WithOperationTimeout(300*time.Millisecond),
-		core.WithCircuitBreaker(2, time.Minute))
+	s := redissem.New(proxyClient(t, p, nil), "fast", 1, redissem.WithKeyPrefix(uniquePrefix(t)),
+		redissem.WithFailurePolicy(core.FailOpen), redissem.WithOperationTimeout(300*time.Millisecond),
+		redissem.WithCircuitBreaker(2, time.Minute))
 	defer s.Close()
 	ctx := context.Background()
 	pm, err := s.TryAcquire(ctx) // a connection exists before the fault
@@ -231,7 +232,7 @@ func TestFaultFailFastAndBreaker(t *testing.T) {
 func TestFaultFailLocalTokenZero(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DialTimeout: 100 * time.Millisecond, MaxRetries: -1})
 	defer c.Close()
-	s := core.NewRedis(c, "x", 10, core.WithFailurePolicy(core.FailLocal(2)))
+	s := redissem.New(c, "x", 10, redissem.WithFailurePolicy(core.FailLocal(2)))
 	defer s.Close()
 	ctx := context.Background()
 	for _, try := range []bool{true, false} {
@@ -254,8 +255,8 @@ func TestFaultFailLocalTokenZero(t *testing.T) {
 // deadline) still ends the call at once, not at the operation timeout.
 func TestFaultCancelWithContextTimeoutClient(t *testing.T) {
 	p := newFaultProxy(t, coretest.RedisAddr(t))
-	s := core.NewRedis(proxyClient(t, p, &redis.Options{ContextTimeoutEnabled: true}), "ctxc", 1,
-		core.WithKeyPrefix(uniquePrefix(t)), core.WithOperationTimeout(5*time.Second))
+	s := redissem.New(proxyClient(t, p, &redis.Options{ContextTimeoutEnabled: true}), "ctxc", 1,
+		redissem.WithKeyPrefix(uniquePrefix(t)), redissem.WithOperationTimeout(5*time.Second))
 	defer s.Close()
 	ctx := context.Background()
 	ok(t, tryAcquire(t, s).Release(ctx))
@@ -280,10 +281,10 @@ func TestFaultCatchUpGrantTime(t *testing.T) {
 	p := newFaultProxy(t, coretest.RedisAddr(t))
 	prefix := uniquePrefix(t)
 	obs, queued := queueObserver()
-	s := core.NewRedis(proxyClient(t, p, nil), "catchup", 1, core.WithKeyPrefix(prefix),
-		core.WithDefaultLeaseTTL(600*time.Millisecond), core.WithObserver(obs))
+	s := redissem.New(proxyClient(t, p, nil), "catchup", 1, redissem.WithKeyPrefix(prefix),
+		redissem.WithDefaultLeaseTTL(600*time.Millisecond), redissem.WithObserver(obs))
 	defer s.Close()
-	other := core.NewRedis(realClient(t), "catchup", 1, core.WithKeyPrefix(prefix))
+	other := redissem.New(realClient(t), "catchup", 1, redissem.WithKeyPrefix(prefix))
 	defer other.Close()
 	ctx := context.Background()
 	hp := acquire(t, other)
@@ -309,8 +310,8 @@ func TestFaultCatchUpGrantTime(t *testing.T) {
 // against an operation timeout of 1s) still open the breaker.
 func TestFaultBreakerOpensOnCallerDeadlines(t *testing.T) {
 	p := newFaultProxy(t, coretest.RedisAddr(t))
-	s := core.NewRedis(proxyClient(t, p, nil), "dl", 1, core.WithKeyPrefix(uniquePrefix(t)),
-		core.WithFailurePolicy(core.FailOpen))
+	s := redissem.New(proxyClient(t, p, nil), "dl", 1, redissem.WithKeyPrefix(uniquePrefix(t)),
+		redissem.WithFailurePolicy(core.FailOpen))
 	defer s.Close()
 	ctx := context.Background()
 	ok(t, tryAcquire(t, s).Release(ctx))

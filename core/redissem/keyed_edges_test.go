@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // Item 1: Close while thousands of releases run must not race on the
@@ -62,27 +63,27 @@ func TestKeyedCloseRacesReleases(t *testing.T) {
 }
 
 // Item 2 on Redis: keyed "X" with key "tenant:vip", keyed "X:tenant" with
-// key "vip" and NewRedis("X:tenant:vip") are three semaphores; a client
+// key "vip" and New("X:tenant:vip") are three semaphores; a client
 // key used first cannot set the limit of a plain semaphore.
 func TestKeyedKeyCannotReachAnotherSemaphore(t *testing.T) {
-	clients := map[string]func(t *testing.T) (redis.UniversalClient, []core.Option){
-		"miniredis": func(t *testing.T) (redis.UniversalClient, []core.Option) {
+	clients := map[string]func(t *testing.T) (redis.UniversalClient, []redissem.Option){
+		"miniredis": func(t *testing.T) (redis.UniversalClient, []redissem.Option) {
 			c, _ := miniClient(t)
 			return c, nil
 		},
-		"redis": func(t *testing.T) (redis.UniversalClient, []core.Option) {
-			return realClient(t), []core.Option{core.WithKeyPrefix(uniquePrefix(t))}
+		"redis": func(t *testing.T) (redis.UniversalClient, []redissem.Option) {
+			return realClient(t), []redissem.Option{redissem.WithKeyPrefix(uniquePrefix(t))}
 		},
 	}
 	for name, newClient := range clients {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			c, opts := newClient(t)
-			x := core.NewRedisKeyed(c, "X", 1, opts...)
+			x := redissem.NewKeyed(c, "X", 1, opts...)
 			defer x.Close()
-			xt := core.NewRedisKeyed(c, "X:tenant", 1, opts...)
+			xt := redissem.NewKeyed(c, "X:tenant", 1, opts...)
 			defer xt.Close()
-			plain := core.NewRedis(c, "X:tenant:vip", 1, opts...)
+			plain := redissem.New(c, "X:tenant:vip", 1, opts...)
 			defer plain.Close()
 			p1, err := x.TryAcquire(ctx, "tenant:vip")
 			ok(t, err)
@@ -94,12 +95,12 @@ func TestKeyedKeyCannotReachAnotherSemaphore(t *testing.T) {
 				ok(t, p.Release(ctx))
 			}
 
-			y := core.NewRedisKeyed(c, "Y", 50, opts...)
+			y := redissem.NewKeyed(c, "Y", 50, opts...)
 			defer y.Close()
 			q, err := y.Acquire(ctx, "admin:export")
 			ok(t, err)
 			defer q.Release(ctx)
-			victim := core.NewRedis(c, "Y:admin:export", 1, opts...)
+			victim := redissem.New(c, "Y:admin:export", 1, opts...)
 			defer victim.Close()
 			v, err := victim.TryAcquire(ctx)
 			ok(t, err)
@@ -150,7 +151,7 @@ func TestKeyedLongKeysBoundedInBytes(t *testing.T) {
 				longest = max(longest, len(e.Name))
 				mu.Unlock()
 			})
-			k := newKeyed(t, 1, core.WithObserver(obs))
+			k := newKeyed(t, 1, optObserver(obs))
 			defer k.Close()
 			before := heapInUse()
 			for i := range 64 {
@@ -182,7 +183,7 @@ func heapInUse() uint64 {
 // Redis keys stay short whatever the key.
 func TestKeyedRedisKeyNamesBounded(t *testing.T) {
 	c, m := miniClient(t)
-	k := core.NewRedisKeyed(c, "routes", 1)
+	k := redissem.NewKeyed(c, "routes", 1)
 	defer k.Close()
 	ctx := context.Background()
 	for _, key := range []string{strings.Repeat("y", 1<<20), "GET /x y", "{evil}", ""} {
@@ -203,13 +204,13 @@ func TestKeyedRedisKeyNamesBounded(t *testing.T) {
 func TestKeyedOptionsValidated(t *testing.T) {
 	for name, newKeyed := range keyedBackends() {
 		t.Run(name, func(t *testing.T) {
-			msg := mustPanic(t, "WithMaxIdleKeys(-1)", func() { newKeyed(t, 1, core.WithMaxIdleKeys(-1)) })
+			msg := mustPanic(t, "WithMaxIdleKeys(-1)", func() { newKeyed(t, 1, optMaxIdleKeys(-1)) })
 			if !strings.Contains(msg, "WithMaxIdleKeys") {
 				t.Fatalf("panic %q does not name the option", msg)
 			}
 			mustPanic(t, "default limit 2^53", func() { newKeyed(t, 1<<53) })
-			mustPanic(t, "WithLimits 2^53", func() { newKeyed(t, 1, core.WithLimits(map[string]int64{"a": 1 << 53})) })
-			k := newKeyed(t, 1, core.WithMaxIdleKeys(0))
+			mustPanic(t, "WithLimits 2^53", func() { newKeyed(t, 1, optLimits(map[string]int64{"a": 1 << 53})) })
+			k := newKeyed(t, 1, optMaxIdleKeys(0))
 			defer k.Close()
 			ctx := context.Background()
 			for range 3 {

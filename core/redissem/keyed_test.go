@@ -8,22 +8,23 @@ import (
 	"testing"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // keyedBackends makes each keyed backend for the subtest t it is given, so
 // that a skip (no server) skips only that subtest.
-func keyedBackends() map[string]func(t *testing.T, def int64, opts ...core.Option) *core.Keyed {
-	return map[string]func(*testing.T, int64, ...core.Option) *core.Keyed{
-		"local": func(_ *testing.T, def int64, opts ...core.Option) *core.Keyed {
-			return core.NewLocalKeyed(def, opts...)
+func keyedBackends() map[string]func(t *testing.T, def int64, opts ...opt) *core.Keyed {
+	return map[string]func(*testing.T, int64, ...opt) *core.Keyed{
+		"local": func(_ *testing.T, def int64, opts ...opt) *core.Keyed {
+			return core.NewLocalKeyed(def, localOpts(opts)...)
 		},
-		"miniredis": func(t *testing.T, def int64, opts ...core.Option) *core.Keyed {
+		"miniredis": func(t *testing.T, def int64, opts ...opt) *core.Keyed {
 			c, _ := miniClient(t)
-			return core.NewRedisKeyed(c, "routes", def, opts...)
+			return redissem.NewKeyed(c, "routes", def, redisOpts(opts)...)
 		},
-		"redis": func(t *testing.T, def int64, opts ...core.Option) *core.Keyed {
-			opts = append([]core.Option{core.WithKeyPrefix(uniquePrefix(t))}, opts...)
-			return core.NewRedisKeyed(realClient(t), "routes", def, opts...)
+		"redis": func(t *testing.T, def int64, opts ...opt) *core.Keyed {
+			ropts := append([]redissem.Option{redissem.WithKeyPrefix(uniquePrefix(t))}, redisOpts(opts)...)
+			return redissem.NewKeyed(realClient(t), "routes", def, ropts...)
 		},
 	}
 }
@@ -32,7 +33,7 @@ func TestKeyedLimitsAndEviction(t *testing.T) {
 	for name, newKeyed := range keyedBackends() {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			k := newKeyed(t, 2, core.WithLimits(map[string]int64{"/slow": 1}), core.WithMaxIdleKeys(8))
+			k := newKeyed(t, 2, optLimits(map[string]int64{"/slow": 1}), optMaxIdleKeys(8))
 			defer k.Close()
 			p, err := k.Acquire(ctx, "/slow")
 			ok(t, err)

@@ -12,13 +12,14 @@ import (
 
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/coretest"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // TestRedisLeaseLost ends a lease behind the holder's back (the server
 // clock jumps past it) and checks Lost fires and Release reports it.
 func TestRedisLeaseLost(t *testing.T) {
 	c, m := miniClient(t)
-	s := core.NewRedis(c, "lost", 1, core.WithDefaultLeaseTTL(300*time.Millisecond))
+	s := redissem.New(c, "lost", 1, redissem.WithDefaultLeaseTTL(300*time.Millisecond))
 	defer s.Close()
 	ctx := context.Background()
 	p := acquire(t, s)
@@ -39,7 +40,7 @@ func TestRedisLeaseLost(t *testing.T) {
 func TestRedisLeaseRemovedOnRealServer(t *testing.T) {
 	c := realClient(t)
 	prefix := uniquePrefix(t)
-	s := core.NewRedis(c, "gone", 1, core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(300*time.Millisecond))
+	s := redissem.New(c, "gone", 1, redissem.WithKeyPrefix(prefix), redissem.WithDefaultLeaseTTL(300*time.Millisecond))
 	defer s.Close()
 	ctx := context.Background()
 	p := acquire(t, s)
@@ -63,11 +64,11 @@ func TestRedisLeaseRemovedOnRealServer(t *testing.T) {
 func TestRedisQueueRemovedOnRealServer(t *testing.T) {
 	c := realClient(t)
 	prefix := uniquePrefix(t)
-	ttl := core.WithDefaultLeaseTTL(300 * time.Millisecond)
-	holder := core.NewRedis(c, "noq", 1, core.WithKeyPrefix(prefix), ttl)
+	ttl := redissem.WithDefaultLeaseTTL(300 * time.Millisecond)
+	holder := redissem.New(c, "noq", 1, redissem.WithKeyPrefix(prefix), ttl)
 	defer holder.Close()
 	obs, queued := queueObserver()
-	waiter := core.NewRedis(c, "noq", 1, core.WithKeyPrefix(prefix), ttl, core.WithObserver(obs))
+	waiter := redissem.New(c, "noq", 1, redissem.WithKeyPrefix(prefix), ttl, redissem.WithObserver(obs))
 	defer waiter.Close()
 	ctx := context.Background()
 	p := acquire(t, holder)
@@ -93,7 +94,7 @@ func TestRedisQueueRemovedOnRealServer(t *testing.T) {
 // TestRedisRenewalKeepsLease holds a permit for several lease TTLs.
 func TestRedisRenewalKeepsLease(t *testing.T) {
 	c := realClient(t)
-	s := core.NewRedis(c, "renew", 1, core.WithKeyPrefix(uniquePrefix(t)), core.WithDefaultLeaseTTL(200*time.Millisecond))
+	s := redissem.New(c, "renew", 1, redissem.WithKeyPrefix(uniquePrefix(t)), redissem.WithDefaultLeaseTTL(200*time.Millisecond))
 	defer s.Close()
 	ctx := context.Background()
 	p := acquire(t, s)
@@ -118,8 +119,8 @@ func TestRedisAbandonedLeaseGoesToWaiter(t *testing.T) {
 	c := realClient(t)
 	prefix := uniquePrefix(t)
 	const ttl = 300 * time.Millisecond
-	dead := core.NewRedis(c, "abandon", 1, core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(ttl))
-	live := core.NewRedis(c, "abandon", 1, core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(ttl))
+	dead := redissem.New(c, "abandon", 1, redissem.WithKeyPrefix(prefix), redissem.WithDefaultLeaseTTL(ttl))
+	live := redissem.New(c, "abandon", 1, redissem.WithKeyPrefix(prefix), redissem.WithDefaultLeaseTTL(ttl))
 	defer live.Close()
 	acquire(t, dead)
 	ok(t, dead.Close())
@@ -137,8 +138,8 @@ func TestRedisAbandonedLeaseGoesToWaiter(t *testing.T) {
 func TestRedisLostWhenUnreachable(t *testing.T) {
 	c, m := miniClient(t)
 	var errs atomic.Int64
-	s := core.NewRedis(c, "down", 1, core.WithDefaultLeaseTTL(300*time.Millisecond),
-		core.WithOnError(func(error) { errs.Add(1) }))
+	s := redissem.New(c, "down", 1, redissem.WithDefaultLeaseTTL(300*time.Millisecond),
+		redissem.WithOnError(func(error) { errs.Add(1) }))
 	defer s.Close()
 	p := acquire(t, s)
 	m.Close()
@@ -162,7 +163,7 @@ func TestRedisGrantSurvivesLostSubscription(t *testing.T) {
 	name := "resub-" + uniquePrefix(t)
 	c := redis.NewClient(&redis.Options{Addr: coretest.RedisAddr(t), ClientName: name})
 	defer c.Close()
-	s := core.NewRedis(c, "resub", 1, core.WithKeyPrefix(uniquePrefix(t)), core.WithDefaultLeaseTTL(time.Second))
+	s := redissem.New(c, "resub", 1, redissem.WithKeyPrefix(uniquePrefix(t)), redissem.WithDefaultLeaseTTL(time.Second))
 	defer s.Close()
 	ctx := context.Background()
 	holder := acquire(t, s)

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // waitLost waits (bounded) for p's Lost channel.
@@ -29,7 +30,7 @@ func waitLost(t *testing.T, p *core.Permit, what string) {
 // must report ErrNotHeld.
 func TestLeasedShareGoneClosesLost(t *testing.T) {
 	c, m := miniClient(t)
-	s := core.NewRedis(c, "gone", 2, core.WithDefaultLeaseTTL(300*time.Millisecond), core.WithLeasedShares())
+	s := redissem.NewLeased(c, "gone", 2, redissem.WithDefaultLeaseTTL(300*time.Millisecond))
 	defer s.Close()
 	p := acquire(t, s)
 	m.Del("distsem:{gone}:ls")
@@ -45,7 +46,7 @@ func TestLeasedShareGoneClosesLost(t *testing.T) {
 // longer than the lease, Lost is closed.
 func TestLeasedUnreachableClosesLost(t *testing.T) {
 	c, m := miniClient(t)
-	s := core.NewRedis(c, "down", 2, core.WithDefaultLeaseTTL(300*time.Millisecond), core.WithLeasedShares())
+	s := redissem.NewLeased(c, "down", 2, redissem.WithDefaultLeaseTTL(300*time.Millisecond))
 	defer s.Close()
 	p := acquire(t, s)
 	m.Close()
@@ -59,7 +60,7 @@ func TestLeasedUnreachableClosesLost(t *testing.T) {
 // waiters with ErrClosed, and later calls too.
 func TestLeasedCloseClosesLost(t *testing.T) {
 	c, _ := miniClient(t)
-	s := core.NewRedis(c, "close", 1, core.WithLeasedShares())
+	s := redissem.NewLeased(c, "close", 1)
 	p := acquire(t, s)
 	got := make(chan error, 1)
 	go func() { _, err := s.Acquire(context.Background()); got <- err }()
@@ -84,7 +85,7 @@ func TestLeasedRotation(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for i := range 2 {
-		s := core.NewRedis(c, "rot", 1, core.WithLeasedShares())
+		s := redissem.NewLeased(c, "rot", 1)
 		defer s.Close()
 		for range 2 {
 			wg.Add(1)
@@ -154,9 +155,9 @@ func TestLeasedScriptIdempotentAndFair(t *testing.T) {
 // demand to end.
 func TestLeasedHeavyWeightGetsItsTurn(t *testing.T) {
 	c, _ := miniClient(t)
-	a := core.NewRedis(c, "heavy", 4, core.WithLeasedShares())
+	a := redissem.NewLeased(c, "heavy", 4)
 	defer a.Close()
-	b := core.NewRedis(c, "heavy", 4, core.WithLeasedShares())
+	b := redissem.NewLeased(c, "heavy", 4)
 	defer b.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -18,6 +18,7 @@ import (
 
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/coretest"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // runLeasedChild is a child process of the leased-shares tests.
@@ -26,8 +27,8 @@ func runLeasedChild(mode string) int {
 	defer c.Close()
 	limit, _ := strconv.ParseInt(os.Getenv("LIMIT"), 10, 64)
 	ttl, _ := time.ParseDuration(os.Getenv("TTL"))
-	s := core.NewRedis(c, os.Getenv("NAME"), limit, core.WithKeyPrefix(os.Getenv("PREFIX")),
-		core.WithDefaultLeaseTTL(ttl), core.WithLeasedShares())
+	s := redissem.NewLeased(c, os.Getenv("NAME"), limit, redissem.WithKeyPrefix(os.Getenv("PREFIX")),
+		redissem.WithDefaultLeaseTTL(ttl))
 	defer s.Close()
 	ctx := context.Background()
 	switch mode {
@@ -202,7 +203,7 @@ func TestLeasedMultiProcess(t *testing.T) {
 	}
 
 	// Nothing leaked: every child left, and the fleet holds nothing.
-	s := core.NewRedis(realClient(t), "fleet", limit, core.WithKeyPrefix(prefix), core.WithLeasedShares())
+	s := redissem.NewLeased(realClient(t), "fleet", limit, redissem.WithKeyPrefix(prefix))
 	defer s.Close()
 	wantStats(t, s, 0, 0)
 }
@@ -216,7 +217,7 @@ func TestLeasedCrashReturnsShare(t *testing.T) {
 	if !sc.Scan() || sc.Text() != "ready" {
 		t.Fatalf("child did not get ready: %q", sc.Text())
 	}
-	s := core.NewRedis(realClient(t), "crash", 2, core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(ttl), core.WithLeasedShares())
+	s := redissem.NewLeased(realClient(t), "crash", 2, redissem.WithKeyPrefix(prefix), redissem.WithDefaultLeaseTTL(ttl))
 	defer s.Close()
 	ctx := context.Background()
 	if _, err := s.TryAcquire(ctx); err == nil {

@@ -9,25 +9,32 @@ import (
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/core/coretest/semtest"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // leasedBackends are the Redis backends of the suite in the leased-shares
 // mode: one process, so its behaviour must match the default mode's.
 func leasedBackends() []backend {
 	return []backend{
-		{"miniredis", func(t *testing.T, limit int64, opts ...core.Option) sem {
+		{"miniredis", func(t *testing.T, limit int64, opts ...opt) sem {
 			c, _ := miniClient(t)
-			return closeAtCleanup(t, core.NewRedis(c, "conf", limit, append(opts, core.WithLeasedShares())...))
+			return closeAtCleanup(t, redissem.NewLeased(c, "conf", limit, redisOpts(opts)...))
 		}},
-		{"redis", func(t *testing.T, limit int64, opts ...core.Option) sem {
-			return realSem(t, realClient(t), limit, append(opts, core.WithLeasedShares()))
+		{"redis", func(t *testing.T, limit int64, opts ...opt) sem {
+			return realLeased(t, realClient(t), limit, opts)
 		}},
-		{"cluster", func(t *testing.T, limit int64, opts ...core.Option) sem {
+		{"cluster", func(t *testing.T, limit int64, opts ...opt) sem {
 			c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: coretest.RedisClusterAddrs(t)})
 			t.Cleanup(func() { _ = c.Close() })
-			return realSem(t, c, limit, append(opts, core.WithLeasedShares()))
+			return realLeased(t, c, limit, opts)
 		}},
 	}
+}
+
+// realLeased is realSem in the leased-shares mode.
+func realLeased(t *testing.T, c redis.UniversalClient, limit int64, opts []opt) sem {
+	ropts := append([]redissem.Option{redissem.WithKeyPrefix(uniquePrefix(t))}, redisOpts(opts)...)
+	return closeAtCleanup(t, redissem.NewLeased(c, "conf", limit, ropts...))
 }
 
 // TestLeasedConformance runs the conformance suite on the leased mode.
@@ -35,18 +42,18 @@ func TestLeasedConformance(t *testing.T) {
 	for _, b := range leasedBackends() {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
-			semtest.Run(t, semtest.Backend{Name: b.name, New: func(t *testing.T, limit int64, opts ...core.Option) semtest.Sem {
-				return b.new(t, limit, opts...)
+			semtest.Run(t, semtest.Backend{Name: b.name, New: func(t *testing.T, limit int64) semtest.Sem {
+				return b.new(t, limit)
 			}})
 		})
 	}
 }
 
-// TestLeasedKeyed: NewRedisKeyed takes the mode too; each key has its own
-// shares, and a key's limit holds.
+// TestLeasedKeyed: NewLeasedKeyed is the mode's keyed semaphore; each key
+// has its own shares, and a key's limit holds.
 func TestLeasedKeyed(t *testing.T) {
 	c, _ := miniClient(t)
-	k := core.NewRedisKeyed(c, "k", 2, core.WithLeasedShares())
+	k := redissem.NewLeasedKeyed(c, "k", 2)
 	defer k.Close()
 	ctx := context.Background()
 	a1, err := k.Acquire(ctx, "a")

@@ -17,6 +17,7 @@ import (
 
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/coretest"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 const childEnv = "DISTSEM_CORE_CHILD"
@@ -35,8 +36,10 @@ func startChild(t *testing.T, mode string, env ...string) (*exec.Cmd, *bufio.Sca
 	return cmd, bufio.NewScanner(out)
 }
 
-func queuedAt(p *core.Permit) int64 {
-	if t := core.QueuedAt(p); !t.IsZero() {
+// queuedAt returns when p's request queued, in Unix ns (0 if it did not);
+// p must be a permit of s, still held.
+func queuedAt(s *redissem.Semaphore, p *core.Permit) int64 {
+	if t := redissem.QueuedAt(s, p); !t.IsZero() {
 		return t.UnixNano()
 	}
 	return 0
@@ -50,7 +53,7 @@ func runChild(mode string) int {
 	defer c.Close()
 	limit, _ := strconv.ParseInt(os.Getenv("LIMIT"), 10, 64)
 	ttl, _ := time.ParseDuration(os.Getenv("TTL"))
-	s := core.NewRedis(c, os.Getenv("NAME"), limit, core.WithKeyPrefix(os.Getenv("PREFIX")), core.WithDefaultLeaseTTL(ttl))
+	s := redissem.New(c, os.Getenv("NAME"), limit, redissem.WithKeyPrefix(os.Getenv("PREFIX")), redissem.WithDefaultLeaseTTL(ttl))
 	defer s.Close()
 	ctx := context.Background()
 	switch mode {
@@ -96,6 +99,7 @@ func runChild(mode string) int {
 						os.Exit(1)
 					}
 					got := time.Now().UnixNano()
+					queued := queuedAt(s, p)
 					time.Sleep(hold) // the work done under the permit
 					done := time.Now().UnixNano()
 					if err := p.Release(ctx); err != nil {
@@ -103,7 +107,7 @@ func runChild(mode string) int {
 						os.Exit(1)
 					}
 					mu.Lock()
-					fmt.Println(asked, got, done, p.GrantedAt().UnixNano(), queuedAt(p))
+					fmt.Println(asked, got, done, p.GrantedAt().UnixNano(), queued)
 					mu.Unlock()
 				}
 			}()
@@ -210,7 +214,7 @@ func TestCrashReturnsPermits(t *testing.T) {
 	if !sc.Scan() || sc.Text() != "ready" {
 		t.Fatalf("child did not get ready: %q", sc.Text())
 	}
-	s := core.NewRedis(realClient(t), "crash", 2, core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(ttl))
+	s := redissem.New(realClient(t), "crash", 2, redissem.WithKeyPrefix(prefix), redissem.WithDefaultLeaseTTL(ttl))
 	defer s.Close()
 	got := make(chan error, 1)
 	var ctx context.Context
@@ -246,7 +250,7 @@ func TestDeadProcessWaitersSkipped(t *testing.T) {
 	prefix := uniquePrefix(t)
 	name := "dead-" + prefix
 	c := realClient(t)
-	s := core.NewRedis(c, "dead", 1, core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(ttl))
+	s := redissem.New(c, "dead", 1, redissem.WithKeyPrefix(prefix), redissem.WithDefaultLeaseTTL(ttl))
 	defer s.Close()
 	ctx := context.Background()
 	hp := acquire(t, s)

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // silentServer listens on loopback, accepts connections and never answers.
@@ -68,7 +69,7 @@ func TestFirstCallWithinOperationTimeout(t *testing.T) {
 					}
 					c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: honoured})
 					defer c.Close()
-					s := core.NewRedis(c, "first", 1, core.WithOperationTimeout(opTimeout))
+					s := redissem.New(c, "first", 1, redissem.WithOperationTimeout(opTimeout))
 					defer s.Close()
 					defer stop() // before Close, which waits for a pending subscription
 					call := s.TryAcquire

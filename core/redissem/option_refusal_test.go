@@ -3,6 +3,7 @@ package redissem_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,46 +11,71 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // A constructor refuses, by name, every option it cannot honour, instead of
-// ignoring it.
+// ignoring it: core's (NewLocal, NewLocalKeyed, NewKeyed, ResolveOptions)
+// with a "core: …" panic, this package's with a "redissem: …" one.
 func TestConstructorsRefuseOptionsTheyCannotHonour(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
 	defer c.Close()
 	clients := []redis.UniversalClient{c}
 	newSem := func(core.Key, int64) core.LimitSemaphore { return core.NewLocal(1) }
 	for _, tc := range []struct {
-		name, want string
-		build      func()
+		name, prefix, want string
+		build              func()
 	}{
-		{"NewLocal WithKeyPrefix", "NewLocal does not take WithKeyPrefix", func() { core.NewLocal(1, core.WithKeyPrefix("x:")) }},
-		{"NewLocal WithLimits", "NewLocal does not take WithLimits", func() { core.NewLocal(1, core.WithLimits(map[string]int64{"a": 1})) }},
-		{"NewLocal WithFailurePolicy", "NewLocal does not take WithFailurePolicy", func() { core.NewLocal(1, core.WithFailurePolicy(core.FailOpen)) }},
-		{"NewLocalKeyed WithLeasedShares", "NewLocalKeyed does not take WithLeasedShares", func() { core.NewLocalKeyed(1, core.WithLeasedShares()) }},
-		{"NewRedis WithMaxIdleKeys", "NewRedis does not take WithMaxIdleKeys", func() { core.NewRedis(c, "s", 1, core.WithMaxIdleKeys(3)) }},
-		{"NewRedis WithClockDrift", "NewRedis does not take WithClockDrift", func() { core.NewRedis(c, "s", 1, core.WithClockDrift(time.Millisecond)) }},
-		{"NewRedisKeyed WithMasterTimeout", "NewRedisKeyed does not take WithMasterTimeout", func() { core.NewRedisKeyed(c, "s", 1, core.WithMasterTimeout(time.Second)) }},
-		{"NewQuorum WithLeasedShares", "NewQuorum does not take WithLeasedShares", func() { core.NewQuorum(clients, "s", 1, core.WithLeasedShares()) }},
-		{"NewAllOf WithLimits", "NewAllOf does not take WithLimits", func() { core.NewAllOf(clients, "s", 1, core.WithLimits(nil)) }},
-		{"ResolveOptions WithOutageGrace", "does not take WithOutageGrace", func() { core.ResolveOptions(core.WithOutageGrace(time.Second)) }},
-		{"NewKeyed WithOperationTimeout", "NewKeyed does not take WithOperationTimeout", func() { core.NewKeyed("k", 1, newSem, nil, core.WithOperationTimeout(time.Second)) }},
+		{"NewLocal WithKeyPrefix", "core: ", "NewLocal does not take WithKeyPrefix", func() { core.NewLocal(1, core.WithKeyPrefix("x:")) }},
+		{"NewLocal WithLimits", "core: ", "NewLocal does not take WithLimits", func() { core.NewLocal(1, core.WithLimits(map[string]int64{"a": 1})) }},
+		{"NewLocal WithFailurePolicy", "core: ", "NewLocal does not take WithFailurePolicy", func() { core.NewLocal(1, core.WithFailurePolicy(core.FailOpen)) }},
+		{"NewLocal WithDefaultLeaseTTL", "core: ", "NewLocal does not take WithDefaultLeaseTTL", func() { core.NewLocal(1, core.WithDefaultLeaseTTL(time.Second)) }},
+		{"NewLocal WithOnError", "core: ", "NewLocal does not take WithOnError", func() { core.NewLocal(1, core.WithOnError(func(error) {})) }},
+		{"NewLocalKeyed WithName", "core: ", "NewLocalKeyed does not take WithName", func() { core.NewLocalKeyed(1, core.WithName("n")) }},
+		{"NewLocalKeyed WithDefaultLeaseTTL", "core: ", "NewLocalKeyed does not take WithDefaultLeaseTTL", func() { core.NewLocalKeyed(1, core.WithDefaultLeaseTTL(time.Second)) }},
+		{"ResolveOptions WithName", "core: ", "does not take WithName", func() { core.ResolveOptions(core.WithName("n")) }},
+		{"NewKeyed WithName", "core: ", "NewKeyed does not take WithName", func() { core.NewKeyed("k", 1, newSem, nil, core.WithName("n")) }},
+		{"New WithMaxIdleKeys", "redissem: ", "New does not take WithLimits or WithMaxIdleKeys", func() { redissem.New(c, "s", 1, redissem.WithMaxIdleKeys(3)) }},
+		{"New WithLimits", "redissem: ", "New does not take WithLimits or WithMaxIdleKeys", func() { redissem.New(c, "s", 1, redissem.WithLimits(nil)) }},
+		{"New WithClockDrift", "redissem: ", "New does not take WithClockDrift or WithMasterTimeout", func() { redissem.New(c, "s", 1, redissem.WithClockDrift(time.Millisecond)) }},
+		{"NewLeased WithMaxIdleKeys", "redissem: ", "NewLeased does not take WithLimits or WithMaxIdleKeys", func() { redissem.NewLeased(c, "s", 1, redissem.WithMaxIdleKeys(3)) }},
+		{"NewLeased WithMasterTimeout", "redissem: ", "NewLeased does not take WithClockDrift or WithMasterTimeout", func() { redissem.NewLeased(c, "s", 1, redissem.WithMasterTimeout(time.Second)) }},
+		{"NewKeyed WithMasterTimeout", "redissem: ", "NewKeyed does not take WithClockDrift or WithMasterTimeout", func() { redissem.NewKeyed(c, "s", 1, redissem.WithMasterTimeout(time.Second)) }},
+		{"NewLeasedKeyed WithClockDrift", "redissem: ", "NewLeasedKeyed does not take WithClockDrift or WithMasterTimeout", func() { redissem.NewLeasedKeyed(c, "s", 1, redissem.WithClockDrift(time.Millisecond)) }},
+		{"NewQuorum WithMaxIdleKeys", "redissem: ", "NewQuorum does not take WithLimits or WithMaxIdleKeys", func() { redissem.NewQuorum(clients, "s", 1, redissem.WithMaxIdleKeys(3)) }},
+		{"NewAllOf WithLimits", "redissem: ", "NewAllOf does not take WithLimits or WithMaxIdleKeys", func() { redissem.NewAllOf(clients, "s", 1, redissem.WithLimits(nil)) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			defer func() {
 				msg, _ := recover().(string)
-				if !strings.HasPrefix(msg, "core: ") || !strings.Contains(msg, tc.want) {
-					t.Fatalf("panic %q, want one naming %q", msg, tc.want)
+				if !strings.HasPrefix(msg, tc.prefix) || !strings.Contains(msg, tc.want) {
+					t.Fatalf("panic %q, want a %q one naming %q", msg, tc.prefix, tc.want)
 				}
 			}()
 			tc.build()
 		})
 	}
 	// What they take, they take.
-	core.NewLocal(1, core.WithObserver(core.ObserverFunc(func(core.Event) {})), core.WithDefaultLeaseTTL(time.Second))
-	core.NewLocalKeyed(1, core.WithLimits(map[string]int64{"a": 2}), core.WithMaxIdleKeys(1))
+	core.NewLocal(1, core.WithObserver(core.ObserverFunc(func(core.Event) {})), core.WithName("n"))
+	core.NewLocalKeyed(1, core.WithObserver(core.ObserverFunc(func(core.Event) {})), core.WithLimits(map[string]int64{"a": 2}), core.WithMaxIdleKeys(1))
 	if cfg := core.ResolveOptions(core.WithKeyPrefix("p:"), core.WithLimits(nil)); cfg.KeyPrefix != "p:" || !cfg.Keyed {
 		t.Fatalf("ResolveOptions = %+v, want prefix p: and Keyed", cfg)
+	}
+	common := []redissem.Option{redissem.WithKeyPrefix("p:"), redissem.WithDefaultLeaseTTL(time.Second),
+		redissem.WithObserver(core.ObserverFunc(func(core.Event) {})), redissem.WithFailurePolicy(core.FailLocal(1)),
+		redissem.WithOnError(func(error) {}), redissem.WithOperationTimeout(time.Second),
+		redissem.WithCircuitBreaker(3, time.Second), redissem.WithOutageGrace(time.Second)}
+	keyed := append(slices.Clone(common), redissem.WithLimits(map[string]int64{"a": 2}), redissem.WithMaxIdleKeys(1))
+	quorum := append(slices.Clone(common), redissem.WithClockDrift(time.Millisecond), redissem.WithMasterTimeout(time.Second))
+	for _, s := range []interface{ Close() error }{
+		redissem.New(c, "s", 1, common...),
+		redissem.NewLeased(c, "s", 1, common...),
+		redissem.NewKeyed(c, "s", 1, keyed...),
+		redissem.NewLeasedKeyed(c, "s", 1, keyed...),
+		redissem.NewQuorum(clients, "s", 1, quorum...),
+		redissem.NewAllOf(clients, "s", 1, quorum...),
+	} {
+		ok(t, s.Close())
 	}
 }
 
@@ -57,7 +83,7 @@ func TestConstructorsRefuseOptionsTheyCannotHonour(t *testing.T) {
 // a per-call WithLeaseTTL is refused, not ignored.
 func TestLeasedRefusesPerCallLeaseTTL(t *testing.T) {
 	c, _ := miniClient(t)
-	s := core.NewRedis(c, "leased-ttl", 2, core.WithLeasedShares())
+	s := redissem.NewLeased(c, "leased-ttl", 2)
 	defer s.Close()
 	ctx := context.Background()
 	if p, err := s.TryAcquire(ctx, core.WithLeaseTTL(time.Minute)); !errors.Is(err, core.ErrInvalidArgument) || !strings.Contains(err.Error(), "WithLeaseTTL") {

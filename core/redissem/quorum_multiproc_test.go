@@ -13,9 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/distsem/distsem/core/redissem"
 	"github.com/redis/go-redis/v9"
-
-	"github.com/distsem/distsem/core"
 )
 
 // quorumChildEnv makes this test binary a quorum worker process (see
@@ -40,7 +39,7 @@ func quorumChild() int {
 	}
 	workers, _ := strconv.Atoi(os.Getenv("WORKERS"))
 	iters, _ := strconv.Atoi(os.Getenv("ITERS"))
-	q := core.NewQuorum(cs, "mp", 1, core.WithKeyPrefix(os.Getenv("PREFIX")), core.WithDefaultLeaseTTL(1500*time.Millisecond))
+	q := redissem.NewQuorum(cs, "mp", 1, redissem.WithKeyPrefix(os.Getenv("PREFIX")), redissem.WithDefaultLeaseTTL(1500*time.Millisecond))
 	defer q.Close()
 	var mu sync.Mutex
 	out := bufio.NewWriter(os.Stdout)

@@ -13,9 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/distsem/distsem/core/redissem"
 	"github.com/redis/go-redis/v9"
-
-	"github.com/distsem/distsem/core"
 )
 
 // stallFloor is a go-redis hook that, once on, holds every run of one
@@ -65,8 +64,8 @@ func TestQuorumRaiseHonoursCtx(t *testing.T) {
 	for _, c := range cs {
 		c.AddHook(hook)
 	}
-	q := core.NewQuorum(cs, "raise", 1, core.WithKeyPrefix(prefix), core.WithOperationTimeout(300*time.Millisecond),
-		core.WithMasterTimeout(time.Second))
+	q := redissem.NewQuorum(cs, "raise", 1, redissem.WithKeyPrefix(prefix), redissem.WithOperationTimeout(300*time.Millisecond),
+		redissem.WithMasterTimeout(time.Second))
 	defer q.Close()
 	ctx := context.Background()
 	p := acquire(t, q)
@@ -115,7 +114,7 @@ func stallText(lua string) *stallFloor {
 // held the caller past its deadline. The grant is still given back, in
 // the background.
 func TestQuorumCancelReturnsWhileReleasesStall(t *testing.T) {
-	hook := stallText(core.ReleaseScript())
+	hook := stallText(redissem.ReleaseScript())
 	defer close(hook.release) // before the clients close (deferred earlier)
 
 	prefix := uniquePrefix(t)
@@ -131,13 +130,13 @@ func TestQuorumCancelReturnsWhileReleasesStall(t *testing.T) {
 	// Masters 1 and 2 are held outside the quorum: its Acquire gets
 	// master 0 (asked first), then queues on master 1.
 	for _, c := range cs[1:] {
-		s := core.NewRedis(c, "stall", 1, core.WithKeyPrefix(prefix))
+		s := redissem.New(c, "stall", 1, redissem.WithKeyPrefix(prefix))
 		defer s.Close()
 		p := acquire(t, s)
 		defer func() { _ = p.Release(ctx) }()
 	}
-	q := core.NewQuorum(cs, "stall", 1, core.WithKeyPrefix(prefix), core.WithOperationTimeout(time.Second),
-		core.WithMasterTimeout(time.Second))
+	q := redissem.NewQuorum(cs, "stall", 1, redissem.WithKeyPrefix(prefix), redissem.WithOperationTimeout(time.Second),
+		redissem.WithMasterTimeout(time.Second))
 	defer q.Close()
 	hook.on.Store(true)
 
@@ -149,7 +148,7 @@ func TestQuorumCancelReturnsWhileReleasesStall(t *testing.T) {
 // which no permit can be granted (a grant fails the test with why), and
 // fails the test unless it returns the ctx's DeadlineExceeded at most late
 // after the deadline.
-func acquireUntilDeadline(t *testing.T, q *core.Quorum, wait, late time.Duration, why string) {
+func acquireUntilDeadline(t *testing.T, q *redissem.Quorum, wait, late time.Duration, why string) {
 	t.Helper()
 	ctx := context.Background()
 	actx, cancel := context.WithTimeout(ctx, wait)

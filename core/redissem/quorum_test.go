@@ -15,6 +15,7 @@ import (
 
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/coretest"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // masters starts n independent redis-servers for one test.
@@ -50,9 +51,9 @@ func clientsOf(t *testing.T, procs []*coretest.RedisServer) []redis.UniversalCli
 // quorumBackends are the quorum semaphores the conformance suite runs on.
 func quorumBackends() []backend {
 	return []backend{
-		{"quorum3", func(t *testing.T, limit int64, opts ...core.Option) sem {
+		{"quorum3", func(t *testing.T, limit int64, opts ...opt) sem {
 			cs := clientsOf(t, masters(t, 3))
-			return closeAtCleanup(t, core.NewQuorum(cs, "conf", limit, opts...))
+			return closeAtCleanup(t, redissem.NewQuorum(cs, "conf", limit, redisOpts(opts)...))
 		}},
 	}
 }
@@ -68,7 +69,7 @@ func wantMastersEmpty(t *testing.T, cs []redis.UniversalClient, up []bool, prefi
 		if !up[i] {
 			continue
 		}
-		s := core.NewRedis(c, name, 1, core.WithKeyPrefix(prefix))
+		s := redissem.New(c, name, 1, redissem.WithKeyPrefix(prefix))
 		t.Logf("master %d:", i)
 		wantStats(t, s, 0, 0)
 		_ = s.Close()
@@ -125,7 +126,7 @@ func quorumUnderFault(t *testing.T, n int, limit int64, fault string) {
 	const procs, workers, iters, ttl = 2, 3, 10, 1500 * time.Millisecond
 	prefix := uniquePrefix(t)
 	ms := masters(t, n)
-	var qs []*core.Quorum
+	var qs []*redissem.Quorum
 	for range procs {
 		// A master may take longer than the default (TTL/10 = 150 ms) to
 		// answer under -race with the other subtests running: at 5 masters
@@ -133,8 +134,8 @@ func quorumUnderFault(t *testing.T, n int, limit int64, fault string) {
 		// grant), which is not the fault this test injects (it failed so
 		// about once in four loaded runs). 500 ms is still below the 1 s
 		// stall, so the stalled master is still skipped.
-		q := core.NewQuorum(clientsOf(t, ms), "faults", limit, core.WithKeyPrefix(prefix),
-			core.WithDefaultLeaseTTL(ttl), core.WithMasterTimeout(500*time.Millisecond))
+		q := redissem.NewQuorum(clientsOf(t, ms), "faults", limit, redissem.WithKeyPrefix(prefix),
+			redissem.WithDefaultLeaseTTL(ttl), redissem.WithMasterTimeout(500*time.Millisecond))
 		t.Cleanup(func() { _ = q.Close() })
 		qs = append(qs, q)
 	}
@@ -236,8 +237,8 @@ func TestQuorumTokensSurviveAForgetfulMaster(t *testing.T) {
 	// machine a live master's first Acquire (subscribe, rights check,
 	// script) took over 100 ms in 3 of 20 runs, and with one master down
 	// a skipped live one fails the Acquire.
-	q := core.NewQuorum(cs, "tok", 1, core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(time.Second),
-		core.WithMasterTimeout(time.Second))
+	q := redissem.NewQuorum(cs, "tok", 1, redissem.WithKeyPrefix(prefix), redissem.WithDefaultLeaseTTL(time.Second),
+		redissem.WithMasterTimeout(time.Second))
 	defer q.Close()
 
 	ms[1].Kill() // the next grants come from masters 0 and 2
@@ -264,8 +265,8 @@ func TestQuorumTokensSurviveAForgetfulMaster(t *testing.T) {
 // but a minority is lost.
 func TestQuorumLostWithoutMajority(t *testing.T) {
 	ms := masters(t, 3)
-	q := core.NewQuorum(clientsOf(t, ms), "lost", 1, core.WithKeyPrefix(uniquePrefix(t)),
-		core.WithDefaultLeaseTTL(300*time.Millisecond))
+	q := redissem.NewQuorum(clientsOf(t, ms), "lost", 1, redissem.WithKeyPrefix(uniquePrefix(t)),
+		redissem.WithDefaultLeaseTTL(300*time.Millisecond))
 	defer q.Close()
 	p := acquire(t, q)
 	select {
@@ -291,7 +292,7 @@ func TestAllOfNeedsEveryMaster(t *testing.T) {
 	prefix := uniquePrefix(t)
 	ms := masters(t, 3)
 	cs := clientsOf(t, ms)
-	q := core.NewAllOf(cs, "all", 1, core.WithKeyPrefix(prefix))
+	q := redissem.NewAllOf(cs, "all", 1, redissem.WithKeyPrefix(prefix))
 	defer q.Close()
 	p := acquire(t, q)
 	if _, err := q.TryAcquire(ctx); !errors.Is(err, core.ErrNoPermit) {
@@ -304,7 +305,7 @@ func TestAllOfNeedsEveryMaster(t *testing.T) {
 	}
 	wantMastersEmpty(t, cs, []bool{true, true, false}, prefix, "all")
 	// A quorum of the same masters still grants.
-	qq := core.NewQuorum(cs, "all", 1, core.WithKeyPrefix(prefix))
+	qq := redissem.NewQuorum(cs, "all", 1, redissem.WithKeyPrefix(prefix))
 	defer qq.Close()
 	p = acquire(t, qq)
 	ok(t, p.Release(ctx))
@@ -319,16 +320,16 @@ func TestQuorumSizeKeepsTheLimit(t *testing.T) {
 	ctx := context.Background()
 	prefix := uniquePrefix(t)
 	cs := clientsOf(t, masters(t, 3))
-	node := func(i int) *core.Redis {
-		s := core.NewRedis(cs[i], "size", 2, core.WithKeyPrefix(prefix))
+	node := func(i int) *redissem.Semaphore {
+		s := redissem.New(cs[i], "size", 2, redissem.WithKeyPrefix(prefix))
 		t.Cleanup(func() { _ = s.Close() })
 		return s
 	}
 	n0, n1, n2 := node(0), node(1), node(2)
-	for _, s := range []*core.Redis{n0, n1, n1, n2} { // holder 1 on {0,1}, holder 2 on {1,2}
+	for _, s := range []*redissem.Semaphore{n0, n1, n1, n2} { // holder 1 on {0,1}, holder 2 on {1,2}
 		tryAcquire(t, s)
 	}
-	q := core.NewQuorum(cs, "size", 2, core.WithKeyPrefix(prefix))
+	q := redissem.NewQuorum(cs, "size", 2, redissem.WithKeyPrefix(prefix))
 	defer q.Close()
 	if p, err := q.TryAcquire(ctx); !errors.Is(err, core.ErrNoPermit) {
 		t.Fatalf("a third holder at limit 2: %v, %v", p, err)
@@ -348,12 +349,12 @@ func TestQuorumRollsBackPartialGrants(t *testing.T) {
 	slices.SortFunc(byAddr, func(a, b redis.UniversalClient) int {
 		return strings.Compare(a.(*redis.Client).Options().Addr, b.(*redis.Client).Options().Addr)
 	})
-	other := core.NewRedis(byAddr[1], "partial", 1, core.WithKeyPrefix(prefix))
+	other := redissem.New(byAddr[1], "partial", 1, redissem.WithKeyPrefix(prefix))
 	defer other.Close()
 	held := tryAcquire(t, other) // the second master is taken
-	m0 := core.NewRedis(byAddr[0], "partial", 1, core.WithKeyPrefix(prefix))
+	m0 := redissem.New(byAddr[0], "partial", 1, redissem.WithKeyPrefix(prefix))
 	defer m0.Close()
-	q := core.NewQuorum(cs, "partial", 1, core.WithKeyPrefix(prefix), core.WithMasterTimeout(time.Minute))
+	q := redissem.NewQuorum(cs, "partial", 1, redissem.WithKeyPrefix(prefix), redissem.WithMasterTimeout(time.Minute))
 	defer q.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
@@ -391,7 +392,7 @@ func TestQuorumSkipsAStalledMaster(t *testing.T) {
 			order := slices.Clone(ms) // the quorum asks the masters in the order of their addresses
 			slices.SortFunc(order, func(a, b *coretest.RedisServer) int { return strings.Compare(a.Addr(), b.Addr()) })
 			stalled := order[pos]
-			q := core.NewQuorum(cs, "stalled", 1, core.WithKeyPrefix(prefix), core.WithMasterTimeout(100*time.Millisecond))
+			q := redissem.NewQuorum(cs, "stalled", 1, redissem.WithKeyPrefix(prefix), redissem.WithMasterTimeout(100*time.Millisecond))
 			stalled.Pause()
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()

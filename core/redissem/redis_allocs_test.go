@@ -6,8 +6,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/coretest"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // maxPairAllocs bounds the allocations of one uncontended Acquire + Release
@@ -26,7 +26,7 @@ func TestRedisAllocsUncontended(t *testing.T) {
 	}
 	c := redis.NewClient(&redis.Options{Addr: coretest.RedisAddr(t)})
 	defer c.Close()
-	s := core.NewRedis(c, "allocs", 1, core.WithKeyPrefix(uniquePrefix(t)))
+	s := redissem.New(c, "allocs", 1, redissem.WithKeyPrefix(uniquePrefix(t)))
 	defer s.Close()
 	ctx := context.Background()
 	var fail error

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"testing"
+
+	"github.com/distsem/distsem/core"
 )
 
 // Issue 7 defect 14, forced: a grant and Close are both ready when the
@@ -18,7 +20,7 @@ func TestGrantAndCloseBothReadyAtSelect(t *testing.T) {
 	c := miniClient(t)
 	ctx := context.Background()
 	for round := range 20 {
-		s := NewRedis(c, "race", 1)
+		s := New(c, "race", 1)
 		hp, err := s.TryAcquire(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -42,10 +44,10 @@ func TestGrantAndCloseBothReadyAtSelect(t *testing.T) {
 			}
 		}
 		p, err := s.wait(ctx, a)
-		if p != nil || !errors.Is(err, ErrClosed) {
+		if p != nil || !errors.Is(err, core.ErrClosed) {
 			t.Fatalf("round %d: Acquire with a grant and Close both ready: %v, %v; want ErrClosed", round, p, err)
 		}
-		other := NewRedis(c, "race", 1)
+		other := New(c, "race", 1)
 		q, err := other.TryAcquire(ctx)
 		if err != nil {
 			t.Fatalf("round %d: the raced grant was not given back: %v", round, err)

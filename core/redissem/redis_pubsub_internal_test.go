@@ -12,7 +12,7 @@ import (
 func TestSubscribeOverAnotherClosesIt(t *testing.T) {
 	c := miniClient(t)
 	ctx := context.Background()
-	s := NewRedis(c, "sub", 1)
+	s := New(c, "sub", 1)
 	defer s.Close()
 	if err := s.b.listen(ctx, s); err != nil {
 		t.Fatal(err)

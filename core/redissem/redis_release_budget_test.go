@@ -9,6 +9,7 @@ import (
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/core/internal/faultproxy"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // TestReleaseBudgetUnderBlackhole: Release retries a release whose reply
@@ -18,8 +19,8 @@ import (
 func TestReleaseBudgetUnderBlackhole(t *testing.T) {
 	p := newFaultProxy(t, coretest.RedisAddr(t))
 	op := 300 * time.Millisecond
-	s := core.NewRedis(proxyClient(t, p, nil), "budget", 1, core.WithKeyPrefix(uniquePrefix(t)),
-		core.WithOperationTimeout(op), core.WithCircuitBreaker(0, 0)) // no breaker: every retry is sent
+	s := redissem.New(proxyClient(t, p, nil), "budget", 1, redissem.WithKeyPrefix(uniquePrefix(t)),
+		redissem.WithOperationTimeout(op), redissem.WithCircuitBreaker(0, 0)) // no breaker: every retry is sent
 	defer s.Close()
 	pm := acquire(t, s)
 	ok(t, p.SetMode(faultproxy.Blackhole))

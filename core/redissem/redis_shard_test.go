@@ -13,6 +13,7 @@ import (
 
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/coretest"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // awaitNoShardChannels polls the servers every step until the client named
@@ -54,10 +55,10 @@ func TestClusterKeyedShardSubscriptions(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c, admin, client := clusterClients(t, "shard")
-	opts := []core.Option{core.WithKeyPrefix(prefix)}
-	holders := core.NewRedisKeyed(admin, "kk", 1, opts...)
+	opts := []redissem.Option{redissem.WithKeyPrefix(prefix)}
+	holders := redissem.NewKeyed(admin, "kk", 1, opts...)
 	defer holders.Close()
-	waiters := core.NewRedisKeyed(c, "kk", 1, opts...)
+	waiters := redissem.NewKeyed(c, "kk", 1, opts...)
 	defer waiters.Close()
 
 	const n = 40
@@ -152,10 +153,10 @@ func TestClusterIdleShardChannelsDropped(t *testing.T) {
 	defer cancel()
 	c, admin, client := clusterClients(t, "idle")
 	const ttl = time.Second
-	opts := []core.Option{core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(ttl)}
-	sems := core.NewRedisKeyed(c, "idle", 1, opts...)
+	opts := []redissem.Option{redissem.WithKeyPrefix(prefix), redissem.WithDefaultLeaseTTL(ttl)}
+	sems := redissem.NewKeyed(c, "idle", 1, opts...)
 	defer sems.Close()
-	holders := core.NewRedisKeyed(admin, "idle", 1, opts...)
+	holders := redissem.NewKeyed(admin, "idle", 1, opts...)
 	defer holders.Close()
 
 	const n = 10
@@ -214,23 +215,23 @@ func TestClusterResubscribeRacingSweep(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c, admin, client := clusterClients(t, "resweep")
-	s := core.NewRedis(c, "resweep", 1, core.WithKeyPrefix(prefix))
+	s := redissem.New(c, "resweep", 1, redissem.WithKeyPrefix(prefix))
 	defer s.Close()
 
-	ok(t, core.ListenShard(ctx, s))
-	if sub, tracked := core.ShardChannels(s); len(sub) != 1 || !slices.Equal(sub, tracked) {
+	ok(t, redissem.ListenShard(ctx, s))
+	if sub, tracked := redissem.ShardChannels(s); len(sub) != 1 || !slices.Equal(sub, tracked) {
 		t.Fatalf("after the first wait's subscription: subscribed %v, tracked %v, want one, the same", sub, tracked)
 	}
 	later := time.Now().Add(time.Hour) // every channel idle
-	core.ResubscribeDuring(s, func() { core.SweepShardsAt(s, later) })
-	sub, tracked := core.ShardChannels(s)
+	redissem.ResubscribeDuring(s, func() { redissem.SweepShardsAt(s, later) })
+	sub, tracked := redissem.ShardChannels(s)
 	for _, ch := range sub {
 		if !slices.Contains(tracked, ch) {
 			t.Fatalf("after a resubscribe raced a sweep: %s subscribed but not tracked (subscribed %v, tracked %v)", ch, sub, tracked)
 		}
 	}
-	core.SweepShardsAt(s, later)
-	if sub, tracked := core.ShardChannels(s); len(sub)+len(tracked) != 0 {
+	redissem.SweepShardsAt(s, later)
+	if sub, tracked := redissem.ShardChannels(s); len(sub)+len(tracked) != 0 {
 		t.Fatalf("after the next sweep: subscribed %v, tracked %v, want none", sub, tracked)
 	}
 	if n := awaitNoShardChannels(ctx, t, admin, client, 10*time.Millisecond); n > 0 {
@@ -241,14 +242,14 @@ func TestClusterResubscribeRacingSweep(t *testing.T) {
 // listeningKeyed returns a keyed semaphore named name on Cluster, and its
 // key "a", whose shard channel is subscribed (as by a's first wait), with a
 // ctx of a minute; all end with the test.
-func listeningKeyed(t *testing.T, name string) (context.Context, *core.Keyed, *core.Redis) {
+func listeningKeyed(t *testing.T, name string) (context.Context, *core.Keyed, *redissem.Semaphore) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	c, _, _ := clusterClients(t, name)
-	k := core.NewRedisKeyed(c, name, 1, core.WithKeyPrefix(uniquePrefix(t)))
+	k := redissem.NewKeyedRecorded(c, name, 1, redissem.WithKeyPrefix(uniquePrefix(t)))
 	t.Cleanup(func() { _ = k.Close() })
-	a := core.KeyedRedis(k, "a")
-	ok(t, core.ListenShard(ctx, a))
+	a := redissem.KeyedRedis(k, "a")
+	ok(t, redissem.ListenShard(ctx, a))
 	return ctx, k, a
 }
 
@@ -260,11 +261,11 @@ func listeningKeyed(t *testing.T, name string) (context.Context, *core.Keyed, *c
 // heartbeat (a third of the lease) queued it again.
 func TestClusterResubscribeRacingFirstWait(t *testing.T) {
 	ctx, k, a := listeningKeyed(t, "refirst")
-	b := core.KeyedRedis(k, "b")
+	b := redissem.KeyedRedis(k, "b")
 	var during error
-	core.ResubscribeDuring(a, func() { during = core.ListenShard(ctx, b) })
+	redissem.ResubscribeDuring(a, func() { during = redissem.ListenShard(ctx, b) })
 	ok(t, during)
-	sub, tracked := core.ShardChannels(a)
+	sub, tracked := redissem.ShardChannels(a)
 	if len(tracked) != 2 || !slices.Equal(sub, tracked) {
 		t.Fatalf("after a first wait raced a resubscribe: subscribed %v, tracked %v, want both channels in both", sub, tracked)
 	}
@@ -277,23 +278,23 @@ func TestClusterResubscribeRacingFirstWait(t *testing.T) {
 // ended.
 func TestClusterConcurrentAddsOfOneChannel(t *testing.T) {
 	ctx, k, a := listeningKeyed(t, "twoadds")
-	var b *core.Redis
+	var b *redissem.Semaphore
 	for i := 0; b == nil; i++ {
 		if i == 1000 {
 			t.Fatal("no key of 1000 has its channel on the master of a's")
 		}
-		if s := core.KeyedRedis(k, "b"+strconv.Itoa(i)); core.SameMaster(ctx, a, s) {
+		if s := redissem.KeyedRedis(k, "b"+strconv.Itoa(i)); redissem.SameMaster(ctx, a, s) {
 			b = s
 		}
 	}
 	actx, acancel := context.WithTimeout(ctx, 5*time.Second)
 	defer acancel()
-	for i, err := range core.AddShardConcurrently(actx, b, 2) {
+	for i, err := range redissem.AddShardConcurrently(actx, b, 2) {
 		if err != nil {
 			t.Fatalf("add %d of the same channel: %v", i, err)
 		}
 	}
-	if sub, tracked := core.ShardChannels(a); len(sub) != 2 || !slices.Equal(sub, tracked) {
+	if sub, tracked := redissem.ShardChannels(a); len(sub) != 2 || !slices.Equal(sub, tracked) {
 		t.Fatalf("subscribed %v, tracked %v, want both channels in both", sub, tracked)
 	}
 }

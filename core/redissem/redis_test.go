@@ -13,43 +13,50 @@ import (
 
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/coretest"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 func TestRedisBadInputPanics(t *testing.T) {
 	c, _ := miniClient(t)
-	cases := map[string]func(){
-		"nil client":     func() { core.NewRedis(nil, "x", 1) },
-		"empty name":     func() { core.NewRedis(c, "", 1) },
-		"brace in name":  func() { core.NewRedis(c, "a{b", 1) },
-		"close brace":    func() { core.NewRedis(c, "a}b", 1) },
-		"space in name":  func() { core.NewRedis(c, "a b", 1) },
-		"zero limit":     func() { core.NewRedis(c, "x", 0) },
-		"negative limit": func() { core.NewRedis(c, "x", -1) },
-		"brace prefix":   func() { core.NewRedis(c, "x", 1, core.WithKeyPrefix("p{")) },
-		"short lease":    func() { core.NewRedis(c, "x", 1, core.WithDefaultLeaseTTL(time.Millisecond)) },
-		"keyed limit":    func() { core.NewRedisKeyed(c, "x", 0) },
-		"local limit":    func() { core.NewLocal(0) },
-		"fail local":     func() { core.FailLocal(0) },
+	// Each constructor's panic names its package: this package's for its
+	// own checks, core's for the values of the options it forwards to core
+	// (WithKeyPrefix, WithDefaultLeaseTTL) and for core's constructors.
+	cases := map[string]struct {
+		pkg string
+		f   func()
+	}{
+		"nil client":     {"redissem: ", func() { redissem.New(nil, "x", 1) }},
+		"empty name":     {"redissem: ", func() { redissem.New(c, "", 1) }},
+		"brace in name":  {"redissem: ", func() { redissem.New(c, "a{b", 1) }},
+		"close brace":    {"redissem: ", func() { redissem.New(c, "a}b", 1) }},
+		"space in name":  {"redissem: ", func() { redissem.New(c, "a b", 1) }},
+		"zero limit":     {"redissem: ", func() { redissem.New(c, "x", 0) }},
+		"negative limit": {"redissem: ", func() { redissem.New(c, "x", -1) }},
+		"brace prefix":   {"core: ", func() { redissem.New(c, "x", 1, redissem.WithKeyPrefix("p{")) }},
+		"short lease":    {"core: ", func() { redissem.New(c, "x", 1, redissem.WithDefaultLeaseTTL(time.Millisecond)) }},
+		"keyed limit":    {"redissem: ", func() { redissem.NewKeyed(c, "x", 0) }},
+		"local limit":    {"core: ", func() { core.NewLocal(0) }},
+		"fail local":     {"core: ", func() { core.FailLocal(0) }},
 	}
-	for name, f := range cases {
+	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			defer func() {
 				r := recover()
 				if r == nil {
 					t.Fatal("no panic")
 				}
-				if msg := fmt.Sprint(r); !strings.HasPrefix(msg, "core: ") {
-					t.Fatalf("panic %q does not name the package", msg)
+				if msg := fmt.Sprint(r); !strings.HasPrefix(msg, tc.pkg) {
+					t.Fatalf("panic %q does not name the package (want a %q message)", msg, tc.pkg)
 				}
 			}()
-			f()
+			tc.f()
 		})
 	}
 }
 
 func TestRedisKeysShareHashTag(t *testing.T) {
 	c, m := miniClient(t)
-	s := core.NewRedis(c, "route-a", 2)
+	s := redissem.New(c, "route-a", 2)
 	defer s.Close()
 	ctx := context.Background()
 	p := acquire(t, s)
@@ -75,7 +82,7 @@ func TestRedisManyWaitersSmallPool(t *testing.T) {
 	// them to queue for a connection longer than go-redis's default 4s.
 	c := redis.NewClient(&redis.Options{Addr: coretest.RedisAddr(t), PoolSize: 20, PoolTimeout: time.Minute})
 	defer c.Close()
-	s := core.NewRedis(c, "many", 10, core.WithKeyPrefix(uniquePrefix(t)), core.WithOperationTimeout(time.Minute))
+	s := redissem.New(c, "many", 10, redissem.WithKeyPrefix(uniquePrefix(t)), redissem.WithOperationTimeout(time.Minute))
 	defer s.Close()
 	ctx := context.Background()
 	hold := acquire(t, s, core.WithWeight(10))
@@ -128,7 +135,7 @@ func TestFailurePolicies(t *testing.T) {
 	t.Run("closed", func(t *testing.T) {
 		var seen []error
 		var mu sync.Mutex
-		s := core.NewRedis(dead(t), "x", 1, core.WithOnError(func(err error) { mu.Lock(); seen = append(seen, err); mu.Unlock() }))
+		s := redissem.New(dead(t), "x", 1, redissem.WithOnError(func(err error) { mu.Lock(); seen = append(seen, err); mu.Unlock() }))
 		defer s.Close()
 		for _, try := range []bool{true, false} {
 			var err error
@@ -148,7 +155,7 @@ func TestFailurePolicies(t *testing.T) {
 		}
 	})
 	t.Run("open", func(t *testing.T) {
-		s := core.NewRedis(dead(t), "x", 1, core.WithFailurePolicy(core.FailOpen))
+		s := redissem.New(dead(t), "x", 1, redissem.WithFailurePolicy(core.FailOpen))
 		defer s.Close()
 		for range 3 {
 			p, err := s.Acquire(ctx)
@@ -158,7 +165,7 @@ func TestFailurePolicies(t *testing.T) {
 		}
 	})
 	t.Run("local", func(t *testing.T) {
-		s := core.NewRedis(dead(t), "x", 10, core.WithFailurePolicy(core.FailLocal(1)))
+		s := redissem.New(dead(t), "x", 10, redissem.WithFailurePolicy(core.FailLocal(1)))
 		defer s.Close()
 		p, err := s.TryAcquire(ctx)
 		ok(t, err)
@@ -186,7 +193,7 @@ func TestObserverEvents(t *testing.T) {
 					queued <- struct{}{}
 				}
 			})
-			s := b.new(t, 1, core.WithObserver(obs))
+			s := b.new(t, 1, optObserver(obs))
 			ctx := context.Background()
 			p := acquire(t, s)
 			cctx, cancel := context.WithCancel(ctx)
@@ -215,7 +222,7 @@ func TestObserverEvents(t *testing.T) {
 // next token must still be larger than every token handed out before.
 func TestRedisTokensSurviveLostState(t *testing.T) {
 	c, m := miniClient(t)
-	s := core.NewRedis(c, "tok", 1)
+	s := redissem.New(c, "tok", 1)
 	defer s.Close()
 	ctx := context.Background()
 	last := int64(0)

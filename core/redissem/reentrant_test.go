@@ -12,13 +12,13 @@ import (
 
 // reentrantSems lists one semaphore per backend, seen through the
 // Semaphore interface plus Stats. Keyed semaphores are seen on one key.
-func reentrantSems() map[string]func(t *testing.T, limit int64, opts ...core.Option) sem {
-	m := map[string]func(*testing.T, int64, ...core.Option) sem{}
+func reentrantSems() map[string]func(t *testing.T, limit int64, opts ...opt) sem {
+	m := map[string]func(*testing.T, int64, ...opt) sem{}
 	for _, b := range backends() {
 		m[b.name] = b.new
 	}
 	for name, newKeyed := range keyedBackends() {
-		m["keyed-"+name] = func(t *testing.T, limit int64, opts ...core.Option) sem {
+		m["keyed-"+name] = func(t *testing.T, limit int64, opts ...opt) sem {
 			k := newKeyed(t, limit, opts...)
 			t.Cleanup(func() { _ = k.Close() })
 			return keyedOne{k, "/route"}

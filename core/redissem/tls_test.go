@@ -21,6 +21,7 @@ import (
 
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/coretest"
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // TestTLSAndAuth checks the README's Security promise that AUTH and TLS
@@ -64,9 +65,9 @@ func TestTLSAndAuth(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s1 := core.NewRedis(client(password), "tls", 1)
+	s1 := redissem.New(client(password), "tls", 1)
 	defer s1.Close()
-	s2 := core.NewRedis(client(password), "tls", 1)
+	s2 := redissem.New(client(password), "tls", 1)
 	defer s2.Close()
 	p1, err := s1.Acquire(ctx)
 	ok(t, err)
@@ -86,7 +87,7 @@ func TestTLSAndAuth(t *testing.T) {
 	}
 	ok(t, p2.Release(ctx))
 
-	bad := core.NewRedis(client("wrong-pw"), "tls", 1)
+	bad := redissem.New(client("wrong-pw"), "tls", 1)
 	defer bad.Close()
 	if p, err := bad.Acquire(ctx); !errors.Is(err, core.ErrUnavailable) {
 		if p != nil {
