@@ -65,7 +65,7 @@ func TestRefusedConnectionNamesCause(t *testing.T) {
 }
 
 // On Cluster, the node clients that the ClusterClient creates after
-// NewRedis are watched: with the master of the semaphore's slot killed, a
+// New are watched: with the master of the semaphore's slot killed, a
 // call names the refused dial to that master.
 func TestRefusedConnectionNamesCauseCluster(t *testing.T) {
 	set := coretest.StartCluster(t, 3, 0)
