@@ -76,19 +76,13 @@ var keyedRecords sync.Map // *core.Keyed -> *keyedRecord
 // NewKeyedRecorded is NewKeyed, and records the semaphore it makes for
 // each key, for KeyedRedis.
 func NewKeyedRecorded(client redis.UniversalClient, name string, defaultLimit int64, opts ...Option) *core.Keyed {
-	cfg := buildConfig("NewKeyed", takesKeyed, opts)
-	checkName("NewKeyed", name)
-	checkLimit("NewKeyed: default limit", defaultLimit)
-	b := newRedisBackend(client, cfg)
 	rec := &keyedRecord{sems: make(map[string]*Semaphore)}
-	k := core.NewKeyed(name, defaultLimit, func(k core.Key, limit int64) core.LimitSemaphore {
-		s := b.semaphore(k.Name(name), limit, false)
-		s.label = k.Label
+	k := newKeyed("NewKeyed", client, name, defaultLimit, opts, func(s *Semaphore) core.LimitSemaphore {
 		rec.mu.Lock()
-		rec.sems[k.Label] = s
+		rec.sems[s.label] = s
 		rec.mu.Unlock()
 		return s
-	}, b.close, cfg.shared...)
+	})
 	keyedRecords.Store(k, rec)
 	return k
 }

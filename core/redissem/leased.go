@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/distsem/distsem/core"
 	"sync"
+
+	"github.com/distsem/distsem/core"
 )
 
 // leased is the leased-shares mode of one Redis semaphore
-// (WithLeasedShares): a share of the limit leased in Redis by this process,
+// (Leased): a share of the limit leased in Redis by this process,
 // and a local FIFO semaphore of the share's size. One goroutine (loop, in
 // leased_loop.go) runs while the process has demand or holds a share: it
 // reports the demand, applies the share Redis answers and renews its lease.

@@ -36,22 +36,14 @@ func NewLeased(client redis.UniversalClient, name string, limit int64, opts ...O
 	cfg := buildConfig("NewLeased", takesNone, opts)
 	checkName("NewLeased", name)
 	checkLimit("NewLeased: limit", limit)
-	return newLeasedSem(newRedisBackend(client, cfg).semaphore(name, limit, true))
+	return newLeasedSem(newRedisBackend("NewLeased", client, cfg).semaphore(name, limit, true))
 }
 
 // NewLeasedKeyed is NewKeyed in the leased-shares mode: one Leased per key,
 // all sharing one process's machinery. It takes NewKeyed's options and
 // panics as NewKeyed does. Keyed.Adopt and ReleaseID refuse its permits.
 func NewLeasedKeyed(client redis.UniversalClient, name string, defaultLimit int64, opts ...Option) *core.Keyed {
-	cfg := buildConfig("NewLeasedKeyed", takesKeyed, opts)
-	checkName("NewLeasedKeyed", name)
-	checkLimit("NewLeasedKeyed: default limit", defaultLimit)
-	b := newRedisBackend(client, cfg)
-	return core.NewKeyed(name, defaultLimit, func(k core.Key, limit int64) core.LimitSemaphore {
-		s := b.semaphore(k.Name(name), limit, false)
-		s.label = k.Label
-		return newLeasedSem(s)
-	}, b.close, cfg.shared...)
+	return newKeyed("NewLeasedKeyed", client, name, defaultLimit, opts, func(s *Semaphore) core.LimitSemaphore { return newLeasedSem(s) })
 }
 
 func newLeasedSem(s *Semaphore) *Leased { return &Leased{s: s, l: newLeased(s)} }

@@ -2,8 +2,9 @@ package redissem
 
 import (
 	"context"
-	"github.com/distsem/distsem/core"
 	"time"
+
+	"github.com/distsem/distsem/core"
 )
 
 const (

@@ -4,8 +4,9 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
-	"github.com/distsem/distsem/core"
 	"time"
+
+	"github.com/distsem/distsem/core"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -52,7 +53,7 @@ func (l *leased) runWithin(ctx context.Context, d time.Duration, op string, a sh
 		return shareReply{}, b.dials.explain(ctx, sent, err)
 	}
 	if len(v) != 11 {
-		return shareReply{}, fmt.Errorf("core: unexpected share reply of %d elements", len(v))
+		return shareReply{}, fmt.Errorf("redissem: unexpected share reply of %d elements", len(v))
 	}
 	n := make([]int64, 11)
 	for i := range v {

@@ -5,12 +5,13 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"github.com/distsem/distsem/core"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/distsem/distsem/core"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -127,7 +128,7 @@ var scriptQuorumFloor = redis.NewScript(luaQuorumFloor)
 // that the limit holds: a majority for limit 1 (see Quorum). Use an odd
 // number of masters, 3 or 5: a fourth master raises the majority without
 // tolerating one more failure. Options
-// are those of NewRedis (each master's semaphore uses them, but always
+// are those of New (each master's semaphore uses them, but always
 // fails closed) plus WithClockDrift and WithMasterTimeout;
 // WithFailurePolicy applies when too few masters can be reached. Every
 // process must ask the masters in the same order: NewQuorum sorts them by
@@ -173,7 +174,7 @@ func newQuorum(clients []redis.UniversalClient, name string, limit int64, all bo
 				q.masterFailed(i)
 			}
 		})
-		q.nodes = append(q.nodes, newRedisBackend(c, nodeCfg).semaphore(name, limit, true))
+		q.nodes = append(q.nodes, newRedisBackend(ctor, c, nodeCfg).semaphore(name, limit, true))
 	}
 	q.fallback = newFallback(name, cfg)
 	return q

@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/distsem/distsem/core"
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/distsem/distsem/core"
 )
 
 // quorumHold is one quorum Acquire and, once granted, the permit it made:
@@ -44,7 +45,7 @@ const (
 )
 
 // errNoAnswer is why a master that did not answer in time was skipped.
-var errNoAnswer = errors.New("core: the master did not answer within WithMasterTimeout")
+var errNoAnswer = errors.New("redissem: the master did not answer within WithMasterTimeout")
 
 func (q *Quorum) acquire(ctx context.Context, try bool, opts []core.AcquireOption) (*core.Permit, error) {
 	a, err := buildAcquire(q.cfg.leaseTTL, opts)

@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/distsem/distsem/core"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/distsem/distsem/core"
 )
 
 // finish checks the validity window of the grants and raises the masters'

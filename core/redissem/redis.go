@@ -2,14 +2,15 @@ package redissem
 
 import (
 	"context"
-	"github.com/distsem/distsem/core"
 	"sync/atomic"
+
+	"github.com/distsem/distsem/core"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// Redis is a semaphore shared by every process that uses the same Redis,
-// key prefix and name. See the package documentation for its guarantees.
+// Semaphore is a semaphore shared by every process that uses the same
+// Redis, key prefix and name. See the package documentation for its guarantees.
 type Semaphore struct {
 	b        *redisBackend
 	name     string
@@ -50,7 +51,7 @@ func New(client redis.UniversalClient, name string, limit int64, opts ...Option)
 	cfg := buildConfig("New", takesNone, opts)
 	checkName("New", name)
 	checkLimit("New: limit", limit)
-	return newRedisBackend(client, cfg).semaphore(name, limit, true)
+	return newRedisBackend("New", client, cfg).semaphore(name, limit, true)
 }
 
 // NewKeyed returns one Redis semaphore per key, all sharing one pub/sub
@@ -65,14 +66,21 @@ func New(client redis.UniversalClient, name string, limit int64, opts ...Option)
 // '#', no key can address another keyed semaphore's key or a New
 // semaphore, whatever the key.
 func NewKeyed(client redis.UniversalClient, name string, defaultLimit int64, opts ...Option) *core.Keyed {
-	cfg := buildConfig("NewKeyed", takesKeyed, opts)
-	checkName("NewKeyed", name)
-	checkLimit("NewKeyed: default limit", defaultLimit)
-	b := newRedisBackend(client, cfg)
+	return newKeyed("NewKeyed", client, name, defaultLimit, opts, func(s *Semaphore) core.LimitSemaphore { return s })
+}
+
+// newKeyed makes ctor's keyed semaphore: each key's semaphore is the
+// Semaphore of the key's name, as mode makes it (NewKeyed: itself;
+// NewLeasedKeyed: a Leased around it).
+func newKeyed(ctor string, client redis.UniversalClient, name string, defaultLimit int64, opts []Option, mode func(*Semaphore) core.LimitSemaphore) *core.Keyed {
+	cfg := buildConfig(ctor, takesKeyed, opts)
+	checkName(ctor, name)
+	checkLimit(ctor+": default limit", defaultLimit)
+	b := newRedisBackend(ctor, client, cfg)
 	return core.NewKeyed(name, defaultLimit, func(k core.Key, limit int64) core.LimitSemaphore {
 		s := b.semaphore(k.Name(name), limit, false)
 		s.label = k.Label
-		return s
+		return mode(s)
 	}, b.close, cfg.shared...)
 }
 

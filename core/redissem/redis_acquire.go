@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/distsem/distsem/core"
 	"net"
 	"time"
+
+	"github.com/distsem/distsem/core"
 )
 
 func (s *Semaphore) acquire(ctx context.Context, try bool, opts []core.AcquireOption) (*core.Permit, error) {

@@ -4,11 +4,12 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
-	"github.com/distsem/distsem/core"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/distsem/distsem/core"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -75,7 +76,7 @@ func (s *Semaphore) Adopt(ctx context.Context, id string) (*core.Permit, error) 
 		return nil, err
 	}
 	if ctx.Err() != nil {
-		return nil, fmt.Errorf("core: adopt %q: %w", s.name, ctx.Err())
+		return nil, fmt.Errorf("redissem: adopt %q: %w", s.name, ctx.Err())
 	}
 	if s.b.isClosed() {
 		return nil, core.ErrClosed
@@ -90,7 +91,7 @@ func (s *Semaphore) Adopt(ctx context.Context, id string) (*core.Permit, error) 
 				s.leave(ctx, nid, ttl) // gives back a permit that a lost reply moved
 			}
 			if ctx.Err() != nil {
-				return nil, fmt.Errorf("core: adopt %q: %w", s.name, ctx.Err())
+				return nil, fmt.Errorf("redissem: adopt %q: %w", s.name, ctx.Err())
 			}
 			err = unavailable("adopt", s.name, err)
 			s.b.report(s.label, err)
@@ -199,7 +200,7 @@ func (s *Semaphore) setLease(ctx context.Context, p *holder, ttl time.Duration) 
 	b.mu.Unlock()
 	switch {
 	case err != nil && ctx.Err() != nil:
-		return fmt.Errorf("core: set lease %q: %w", s.name, ctx.Err())
+		return fmt.Errorf("redissem: set lease %q: %w", s.name, ctx.Err())
 	case err != nil:
 		err = unavailable("set lease", s.name, err)
 		s.b.report(s.label, err)

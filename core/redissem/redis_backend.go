@@ -2,13 +2,13 @@ package redissem
 
 import (
 	"crypto/rand"
-	"fmt"
-	"github.com/distsem/distsem/core"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/distsem/distsem/core"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -75,15 +75,11 @@ type redisWaiter struct {
 	ch  chan grantNote // buffered: the single note that ends the wait
 }
 
-func newRedisBackend(client redis.UniversalClient, cfg config) *redisBackend {
+// newRedisBackend returns the machinery of ctor's semaphores on client,
+// configured by cfg (validated by buildConfig). It panics on a nil client.
+func newRedisBackend(ctor string, client redis.UniversalClient, cfg config) *redisBackend {
 	if client == nil {
-		panic("core: NewRedis expects a non-nil client")
-	}
-	if strings.ContainsAny(cfg.prefix, "{}") {
-		panic(fmt.Sprintf("core: key prefix %q must not contain '{' or '}'", cfg.prefix))
-	}
-	if cfg.leaseTTL < minLeaseTTL {
-		panic(fmt.Sprintf("core: lease TTL %v is below the minimum %v", cfg.leaseTTL, minLeaseTTL))
+		panic("redissem: " + ctor + " expects a non-nil client")
 	}
 	id := rand.Text()
 	cfg.fault = cfg.fault.resolve(cfg.leaseTTL)
@@ -119,10 +115,9 @@ func (b *redisBackend) newID() string {
 	return string(strconv.AppendUint(append(buf[:0], b.idBase...), b.idSeq.Add(1), 36))
 }
 
+// semaphore returns the semaphore name of limit permits (both checked by
+// the constructor) on b; owned: its Close closes b.
 func (b *redisBackend) semaphore(name string, limit int64, owned bool) *Semaphore {
-	if limit <= 0 {
-		panic(fmt.Sprintf("core: NewRedis expects limit > 0, got %d", limit))
-	}
 	tag := b.cfg.prefix + "{" + name + "}:"
 	s := &Semaphore{b: b, name: name, label: name, limit: limit, owned: owned,
 		keys: []string{tag + "m", tag + "h", tag + "q", tag + "p"}}

@@ -2,8 +2,9 @@ package redissem
 
 import (
 	"context"
-	"github.com/distsem/distsem/core"
 	"sync"
+
+	"github.com/distsem/distsem/core"
 )
 
 // close takes this process's waiters out of the Redis queue (each leave

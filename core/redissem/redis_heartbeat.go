@@ -2,9 +2,10 @@ package redissem
 
 import (
 	"context"
-	"github.com/distsem/distsem/core"
 	"sync/atomic"
 	"time"
+
+	"github.com/distsem/distsem/core"
 )
 
 // heartbeatBatch bounds the ids sent in one heartbeat script.

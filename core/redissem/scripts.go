@@ -74,7 +74,7 @@ type grantNote struct {
 func parseReply(v []any) (reply, error) {
 	var r reply
 	if len(v) < 5 || len(v) > 7 {
-		return r, fmt.Errorf("core: unexpected script reply of %d elements", len(v))
+		return r, fmt.Errorf("redissem: unexpected script reply of %d elements", len(v))
 	}
 	switch x := v[0].(type) {
 	case int64:
@@ -132,7 +132,7 @@ func parseNote(s string) (grantNote, error) {
 	t, err1 := strconv.ParseInt(tok, 10, 64)
 	u, err2 := strconv.ParseInt(us, 10, 64)
 	if !ok1 || !ok2 || err1 != nil || err2 != nil {
-		return grantNote{}, fmt.Errorf("core: malformed grant note %q", s)
+		return grantNote{}, fmt.Errorf("redissem: malformed grant note %q", s)
 	}
 	return grantNote{id: id, token: t, grantUS: u}, nil
 }
