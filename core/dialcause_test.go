@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distsem/distsem/core"
-	"github.com/distsem/distsem/core/coretest"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 // closedPort returns a loopback address on which nothing listens: a
@@ -67,7 +67,7 @@ func TestRefusedConnectionNamesCause(t *testing.T) {
 // NewRedis are watched: with the master of the semaphore's slot killed, a
 // call names the refused dial to that master.
 func TestRefusedConnectionNamesCauseCluster(t *testing.T) {
-	set := coretest.StartCluster(t, 3, 0)
+	set := servertest.StartCluster(t, 3, 0)
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: set.Addrs})
 	defer c.Close()
 	s := core.NewRedis(c, "refused", 1, core.WithOperationTimeout(300*time.Millisecond))

@@ -13,8 +13,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distsem/distsem/core"
-	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/core/internal/faultproxy"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 // Defect 9: with a pinned limit, a holder set that expired while idle must
@@ -40,7 +40,7 @@ func TestFaultPinnedLimitNoStrandedCount(t *testing.T) {
 // Defect 10: the clean-up of a timed-out TryAcquire may reach Redis before
 // the acquire itself; the late acquire must then be refused.
 func TestFaultLateAcquireRefused(t *testing.T) {
-	p := newFaultProxy(t, coretest.RedisAddr(t))
+	p := newFaultProxy(t, servertest.RedisAddr(t))
 	prefix := uniquePrefix(t)
 	s := core.NewRedis(proxyClient(t, p, nil), "late", 1, core.WithKeyPrefix(prefix), core.WithDefaultLeaseTTL(30*time.Second))
 	defer s.Close()
@@ -68,7 +68,7 @@ func TestFaultLateAcquireRefused(t *testing.T) {
 // proxy delays every command by 1s, so a leave sent after Close returned
 // would still be on its way.
 func TestFaultCloseLeavesQueue(t *testing.T) {
-	p := newFaultProxy(t, coretest.RedisAddr(t))
+	p := newFaultProxy(t, servertest.RedisAddr(t))
 	prefix := uniquePrefix(t)
 	other := core.NewRedis(realClient(t), "closeq", 1, core.WithKeyPrefix(prefix))
 	defer other.Close()
@@ -99,7 +99,7 @@ func TestFaultCloseLeavesQueue(t *testing.T) {
 // handed the permit to this process's own waiter) wakes the waiter at once,
 // not at the next heartbeat (TTL/3), and reports success.
 func TestFaultLostReplyResyncs(t *testing.T) {
-	p := newFaultProxy(t, coretest.RedisAddr(t))
+	p := newFaultProxy(t, servertest.RedisAddr(t))
 	prefix := uniquePrefix(t)
 	obs, queued := queueObserver()
 	s := core.NewRedis(proxyClient(t, p, nil), "resync", 1, core.WithKeyPrefix(prefix),
@@ -217,7 +217,7 @@ func TestFaultLowerLimitFailsHeavyWaiters(t *testing.T) {
 // under a blackhole (the waiter's leave is bounded by the operation
 // timeout), and the waiter returns ErrClosed.
 func TestFaultCloseUnderBlackhole(t *testing.T) {
-	p := newFaultProxy(t, coretest.RedisAddr(t))
+	p := newFaultProxy(t, servertest.RedisAddr(t))
 	prefix := uniquePrefix(t)
 	holder := core.NewRedis(realClient(t), "closebh", 1, core.WithKeyPrefix(prefix))
 	defer holder.Close()

@@ -10,8 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distsem/distsem/core"
-	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/core/internal/faultproxy"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 // Regression tests for issue 7 (core under faults). Each injects its fault
@@ -80,7 +80,7 @@ func within(t *testing.T, d time.Duration, what string, f func() error) time.Dur
 // every copy; the copies must not count the holder twice. The proxy
 // delivers the acquire twice.
 func TestFaultRetriedAcquireKeepsCapacity(t *testing.T) {
-	p := newFaultProxy(t, coretest.RedisAddr(t))
+	p := newFaultProxy(t, servertest.RedisAddr(t))
 	prefix := uniquePrefix(t)
 	s := core.NewRedis(proxyClient(t, p, nil), "retry", 2, core.WithKeyPrefix(prefix))
 	defer s.Close()
@@ -104,7 +104,7 @@ func TestFaultRetriedAcquireKeepsCapacity(t *testing.T) {
 // Defect 2: a queued Acquire returns by its deadline when Redis goes
 // silent, and a cancelled one at once; the clean-up runs in the background.
 func TestFaultDeadlineUnderBlackhole(t *testing.T) {
-	p := newFaultProxy(t, coretest.RedisAddr(t))
+	p := newFaultProxy(t, servertest.RedisAddr(t))
 	prefix := uniquePrefix(t)
 	holder := core.NewRedis(realClient(t), "bh", 1, core.WithKeyPrefix(prefix))
 	defer holder.Close()
@@ -146,7 +146,7 @@ func TestFaultDeadlineUnderBlackhole(t *testing.T) {
 // Defect 3: a new process's first Acquire (it must subscribe first)
 // returns when its ctx is cancelled, whatever Redis does.
 func TestFaultFirstAcquireHonoursCtx(t *testing.T) {
-	p := newFaultProxy(t, coretest.RedisAddr(t))
+	p := newFaultProxy(t, servertest.RedisAddr(t))
 	s := core.NewRedis(proxyClient(t, p, nil), "first", 1, core.WithKeyPrefix(uniquePrefix(t)))
 	defer s.Close()
 	ok(t, p.SetMode(faultproxy.Blackhole))
@@ -166,7 +166,7 @@ func TestFaultFirstAcquireHonoursCtx(t *testing.T) {
 // Defect 4: a waiter queued before an outage gets the failure policy once
 // the backend has been unreachable for the outage grace.
 func TestFaultQueuedWaiterGetsPolicy(t *testing.T) {
-	p := newFaultProxy(t, coretest.RedisAddr(t))
+	p := newFaultProxy(t, servertest.RedisAddr(t))
 	prefix := uniquePrefix(t)
 	holder := core.NewRedis(realClient(t), "outage", 1, core.WithKeyPrefix(prefix))
 	defer holder.Close()
@@ -197,7 +197,7 @@ func TestFaultQueuedWaiterGetsPolicy(t *testing.T) {
 // Defect 5: the first fallback permit comes within the operation timeout,
 // and once the breaker is open the policy applies without a round trip.
 func TestFaultFailFastAndBreaker(t *testing.T) {
-	p := newFaultProxy(t, coretest.RedisAddr(t))
+	p := newFaultProxy(t, servertest.RedisAddr(t))
 	s := core.NewRedis(proxyClient(t, p, nil), "fast", 1, core.WithKeyPrefix(uniquePrefix(t)),
 		core.WithFailurePolicy(core.FailOpen), core.WithOperationTimeout(300*time.Millisecond),
 		core.WithCircuitBreaker(2, time.Minute))
@@ -253,7 +253,7 @@ func TestFaultFailLocalTokenZero(t *testing.T) {
 // Defect 2 with a client that honours ctx deadlines: a cancellation (no
 // deadline) still ends the call at once, not at the operation timeout.
 func TestFaultCancelWithContextTimeoutClient(t *testing.T) {
-	p := newFaultProxy(t, coretest.RedisAddr(t))
+	p := newFaultProxy(t, servertest.RedisAddr(t))
 	s := core.NewRedis(proxyClient(t, p, &redis.Options{ContextTimeoutEnabled: true}), "ctxc", 1,
 		core.WithKeyPrefix(uniquePrefix(t)), core.WithOperationTimeout(5*time.Second))
 	defer s.Close()
@@ -277,7 +277,7 @@ func TestFaultCancelWithContextTimeoutClient(t *testing.T) {
 // notification was lost) carries the real grant time, not the heartbeat's.
 // Without a failover the token is the server time of the grant in µs.
 func TestFaultCatchUpGrantTime(t *testing.T) {
-	p := newFaultProxy(t, coretest.RedisAddr(t))
+	p := newFaultProxy(t, servertest.RedisAddr(t))
 	prefix := uniquePrefix(t)
 	obs, queued := queueObserver()
 	s := core.NewRedis(proxyClient(t, p, nil), "catchup", 1, core.WithKeyPrefix(prefix),
@@ -308,7 +308,7 @@ func TestFaultCatchUpGrantTime(t *testing.T) {
 // Defect 5: callers whose deadline ends their calls first (here 300ms,
 // against an operation timeout of 1s) still open the breaker.
 func TestFaultBreakerOpensOnCallerDeadlines(t *testing.T) {
-	p := newFaultProxy(t, coretest.RedisAddr(t))
+	p := newFaultProxy(t, servertest.RedisAddr(t))
 	s := core.NewRedis(proxyClient(t, p, nil), "dl", 1, core.WithKeyPrefix(uniquePrefix(t)),
 		core.WithFailurePolicy(core.FailOpen))
 	defer s.Close()

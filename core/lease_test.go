@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distsem/distsem/core"
-	"github.com/distsem/distsem/core/coretest"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 // TestRedisLeaseLost ends a lease behind the holder's back (the server
@@ -160,7 +160,7 @@ func TestRedisLostWhenUnreachable(t *testing.T) {
 // and the waiter must still get its permit (resubscribe and heartbeat).
 func TestRedisGrantSurvivesLostSubscription(t *testing.T) {
 	name := "resub-" + uniquePrefix(t)
-	c := redis.NewClient(&redis.Options{Addr: coretest.RedisAddr(t), ClientName: name})
+	c := redis.NewClient(&redis.Options{Addr: servertest.RedisAddr(t), ClientName: name})
 	defer c.Close()
 	s := core.NewRedis(c, "resub", 1, core.WithKeyPrefix(uniquePrefix(t)), core.WithDefaultLeaseTTL(time.Second))
 	defer s.Close()

@@ -7,8 +7,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distsem/distsem/core"
-	"github.com/distsem/distsem/core/coretest"
-	"github.com/distsem/distsem/core/coretest/semtest"
+	"github.com/distsem/distsem/core/semtest"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 // leasedBackends are the Redis backends of the suite in the leased-shares
@@ -23,7 +23,7 @@ func leasedBackends() []backend {
 			return realSem(t, realClient(t), limit, append(opts, core.WithLeasedShares()))
 		}},
 		{"cluster", func(t *testing.T, limit int64, opts ...core.Option) sem {
-			c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: coretest.RedisClusterAddrs(t)})
+			c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: servertest.RedisClusterAddrs(t)})
 			t.Cleanup(func() { _ = c.Close() })
 			return realSem(t, c, limit, append(opts, core.WithLeasedShares()))
 		}},

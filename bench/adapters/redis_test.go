@@ -16,8 +16,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distsem/distsem/core"
-	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/httpmw"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 // measure runs b.N calls of do on conc goroutines (a closed loop: a steady
@@ -76,7 +76,7 @@ func redisCalls(b *testing.B, rdb *redis.Client) (commands, scripts int64) {
 }
 
 func redisSem(b *testing.B) (*redis.Client, *core.Keyed) {
-	rdb := redis.NewClient(&redis.Options{Addr: coretest.RedisAddr(b), PoolSize: 64})
+	rdb := redis.NewClient(&redis.Options{Addr: servertest.RedisAddr(b), PoolSize: 64})
 	prefix := "benchadapters:" + rand.Text()[:8] + ":"
 	sem := core.NewRedisKeyed(rdb, "bench", 1<<20, core.WithKeyPrefix(prefix))
 	b.Cleanup(func() {

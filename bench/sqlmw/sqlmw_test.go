@@ -13,7 +13,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/distsem/distsem/core"
-	"github.com/distsem/distsem/core/coretest"
+	"github.com/distsem/distsem/internal/servertest"
 	"github.com/distsem/distsem/sqlmw"
 )
 
@@ -44,7 +44,7 @@ func BenchmarkQuery(b *testing.B) {
 		benchQueries(b, db)
 	})
 	b.Run("redis", func(b *testing.B) {
-		client := redis.NewClient(&redis.Options{Addr: coretest.RedisAddr(b)})
+		client := redis.NewClient(&redis.Options{Addr: servertest.RedisAddr(b)})
 		defer client.Close()
 		sem := core.NewRedis(client, "bench-sqlmw-query", 1<<20)
 		defer sem.Close()
