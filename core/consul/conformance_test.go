@@ -7,8 +7,8 @@ import (
 	"github.com/distsem/distsem/core/semtest"
 )
 
-// TestConformance runs core's conformance suite (core/semtest),
-// unchanged, on the real agent.
+// TestConformance runs core's conformance suite (core/semtest), unchanged,
+// on the real agent.
 func TestConformance(t *testing.T) {
 	semtest.Run(t, semtest.Backend{Name: "consul", New: func(t *testing.T, limit int64, opts ...core.Option) semtest.Sem {
 		return newSem(t, limit, opts...)

@@ -1,6 +1,7 @@
-// Package servertest holds helpers for tests of distsem and of code built on it.
-//
-// It finds, or starts, the real servers that tests run against.
+// Package servertest holds helpers for distsem's own tests, in this module
+// and in its nested modules. It finds, or starts, the real servers that
+// tests run against. It is test machinery, not part of the library's API;
+// the conformance suite for backends is the public package core/semtest.
 //
 // A test that needs a server calls RedisAddr, RedisClusterAddrs,
 // RedisSentinel or PostgresDSN. Each first reads its environment variable
