@@ -20,7 +20,7 @@
 // a module of its own). A backend of one's own implements Semaphore with
 // the extension point in backend.go (NewPermit, NewKeyed,
 // ResolveOptions), and checks itself with the conformance suite of
-// core/coretest/semtest.
+// core/semtest.
 //
 //	sem := core.NewLocal(8)
 //	p, err := sem.Acquire(ctx) // FIFO; ends with ctx

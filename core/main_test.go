@@ -7,7 +7,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/distsem/distsem/core"
-	"github.com/distsem/distsem/core/coretest/semtest"
+	"github.com/distsem/distsem/core/semtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

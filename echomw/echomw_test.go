@@ -17,8 +17,8 @@ import (
 
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/admit"
-	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/echomw"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -78,7 +78,7 @@ func TestEchoServerPerRoute(t *testing.T) {
 			t.Errorf("admitted: %+v", r)
 		}
 	}
-	if got := coretest.InUse(t, sem, "GET /work/{id}"); got != 0 {
+	if got := servertest.InUse(t, sem, "GET /work/{id}"); got != 0 {
 		t.Fatalf("in use = %d, want 0", got)
 	}
 }
@@ -167,7 +167,7 @@ func TestClientGoneWhileWaiting(t *testing.T) {
 		t.Fatalf("err = %v, want 499", err)
 	}
 	held.Release(t.Context())
-	if got := coretest.InUse(t, sem, "GET /w"); got != 0 {
+	if got := servertest.InUse(t, sem, "GET /w"); got != 0 {
 		t.Fatalf("in use = %d, want 0", got)
 	}
 }
@@ -189,7 +189,7 @@ func TestPanicReleases(t *testing.T) {
 			t.Fatalf("status %d, want 500 from Recover", resp.StatusCode)
 		}
 	}
-	if got := coretest.InUse(t, sem, "GET /p"); got != 0 {
+	if got := servertest.InUse(t, sem, "GET /p"); got != 0 {
 		t.Fatalf("in use = %d, want 0", got)
 	}
 }

@@ -14,8 +14,8 @@ import (
 
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/admit"
-	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/grpcmw"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 // Over a real connection: each way a client stream can end releases its
@@ -40,14 +40,14 @@ func TestStreamClientRelease(t *testing.T) {
 			if err := st.RecvMsg(new(wrapperspb.Int64Value)); err != nil {
 				t.Fatal(err)
 			}
-			if got := coretest.InUse(t, sem, mServer); got != 1 {
+			if got := servertest.InUse(t, sem, mServer); got != 1 {
 				t.Fatalf("in use mid-stream = %d, want 1", got)
 			}
 		}
 		if err := st.RecvMsg(new(wrapperspb.Int64Value)); err != io.EOF {
 			t.Fatalf("end: %v", err)
 		}
-		if got := coretest.InUse(t, sem, mServer); got != 0 {
+		if got := servertest.InUse(t, sem, mServer); got != 0 {
 			t.Fatalf("in use after io.EOF = %d, want 0", got)
 		}
 		<-released
@@ -73,7 +73,7 @@ func TestStreamClientRelease(t *testing.T) {
 			t.Fatalf("response %v, %v", out, err)
 		}
 		// The single response ends a call without server streaming.
-		if got := coretest.InUse(t, sem, mClient); got != 0 {
+		if got := servertest.InUse(t, sem, mClient); got != 0 {
 			t.Fatalf("in use after the response = %d, want 0", got)
 		}
 		<-released
@@ -91,7 +91,7 @@ func TestStreamClientRelease(t *testing.T) {
 		}
 		cancel() // never read to the end
 		<-released
-		if got := coretest.InUse(t, sem, mBidi); got != 0 {
+		if got := servertest.InUse(t, sem, mBidi); got != 0 {
 			t.Fatalf("in use after cancel = %d, want 0", got)
 		}
 	})
@@ -141,7 +141,7 @@ func TestStreamClientRules(t *testing.T) {
 			}
 			tc.call(st)
 			tc.call(st) // a second end must not release twice
-			if got, want := coretest.InUse(t, sem, "/m"), map[bool]int64{true: 0, false: 1}[tc.wantReleased]; got != want {
+			if got, want := servertest.InUse(t, sem, "/m"), map[bool]int64{true: 0, false: 1}[tc.wantReleased]; got != want {
 				t.Fatalf("in use = %d, want %d", got, want)
 			}
 		})
@@ -158,7 +158,7 @@ func TestStreamClientStreamerError(t *testing.T) {
 	if err != dial {
 		t.Fatalf("err = %v, want the streamer's error unchanged", err)
 	}
-	if got := coretest.InUse(t, sem, "/m"); got != 0 {
+	if got := servertest.InUse(t, sem, "/m"); got != 0 {
 		t.Fatalf("in use = %d, want 0", got)
 	}
 	// Rejected before the streamer runs.

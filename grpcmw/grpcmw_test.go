@@ -16,8 +16,8 @@ import (
 
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/admit"
-	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/grpcmw"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -59,7 +59,7 @@ func TestUnaryServerLimit(t *testing.T) {
 	for range calls - limit {
 		wantCode(t, <-errs, codes.ResourceExhausted)
 	}
-	if got := coretest.InUse(t, sem, mUnary); got != limit {
+	if got := servertest.InUse(t, sem, mUnary); got != limit {
 		t.Fatalf("in use = %d, want %d", got, limit)
 	}
 	close(s.open)
@@ -69,7 +69,7 @@ func TestUnaryServerLimit(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := coretest.InUse(t, sem, mUnary); got != 0 {
+	if got := servertest.InUse(t, sem, mUnary); got != 0 {
 		t.Fatalf("in use after = %d, want 0", got)
 	}
 }
@@ -95,7 +95,7 @@ func TestStreamServerHoldsForLifetime(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantCode(t, second.RecvMsg(new(wrapperspb.Int64Value)), codes.ResourceExhausted)
-	if got := coretest.InUse(t, sem, mBidi); got != 1 {
+	if got := servertest.InUse(t, sem, mBidi); got != 1 {
 		t.Fatalf("in use = %d, want 1", got)
 	}
 	first.CloseSend()
@@ -103,7 +103,7 @@ func TestStreamServerHoldsForLifetime(t *testing.T) {
 		t.Fatalf("end of stream: %v", err)
 	}
 	// The handler has returned (the client saw its status): released.
-	if got := coretest.InUse(t, sem, mBidi); got != 0 {
+	if got := servertest.InUse(t, sem, mBidi); got != 0 {
 		t.Fatalf("in use after the stream = %d, want 0", got)
 	}
 }
@@ -122,7 +122,7 @@ func TestServerStreamAbandoned(t *testing.T) {
 	<-s.entered
 	cancel() // the client walks away midway
 	<-released
-	if got := coretest.InUse(t, sem, mBidi); got != 0 {
+	if got := servertest.InUse(t, sem, mBidi); got != 0 {
 		t.Fatalf("in use = %d, want 0", got)
 	}
 }
@@ -176,7 +176,7 @@ func TestServerClientGone(t *testing.T) {
 	if err := <-holder; err != nil {
 		t.Fatal(err)
 	}
-	if got := coretest.InUse(t, sem, mUnary); got != 0 {
+	if got := servertest.InUse(t, sem, mUnary); got != 0 {
 		t.Fatalf("in use = %d, want 0", got)
 	}
 }
@@ -194,7 +194,7 @@ func TestServerPanicReleases(t *testing.T) {
 			panic("boom")
 		})
 	}()
-	if got := coretest.InUse(t, sem, mUnary); got != 0 {
+	if got := servertest.InUse(t, sem, mUnary); got != 0 {
 		t.Fatalf("in use after panic = %d, want 0", got)
 	}
 }
@@ -233,7 +233,7 @@ func TestUnaryClientBulkhead(t *testing.T) {
 	if len(s.entered) != 0 {
 		t.Fatal("the refused call reached the server")
 	}
-	if got := coretest.InUse(t, sem, mUnary); got != 0 {
+	if got := servertest.InUse(t, sem, mUnary); got != 0 {
 		t.Fatalf("in use = %d, want 0", got)
 	}
 }

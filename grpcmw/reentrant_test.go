@@ -7,8 +7,8 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/distsem/distsem/core"
-	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/grpcmw"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 type ctxStream struct {
@@ -43,7 +43,7 @@ func TestServerHandlersReenter(t *testing.T) {
 		func(_ any, ss grpc.ServerStream) error { return reenter(ss.Context()) }); err != nil {
 		t.Fatalf("stream handler: %v", err)
 	}
-	if got := coretest.InUse(t, base, method); got != 0 {
+	if got := servertest.InUse(t, base, method); got != 0 {
 		t.Fatalf("in use after the calls = %d, want 0", got)
 	}
 }

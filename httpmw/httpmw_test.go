@@ -15,15 +15,15 @@ import (
 
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/admit"
-	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/httpmw"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 func TestMain(m *testing.M) {
 	if serveChild() { // see process_test.go
 		return
 	}
-	goleak.VerifyTestMain(m, goleak.Cleanup(coretest.Exit))
+	goleak.VerifyTestMain(m, goleak.Cleanup(servertest.Exit))
 }
 
 // gate is a handler that counts the requests inside it and holds each one
@@ -117,7 +117,7 @@ func TestLimitPerRoute(t *testing.T) {
 					t.Errorf("rejection = %+v, want %d, Retry-After %q, body %q", r, tc.code, tc.retry, tc.body)
 				}
 			}
-			if got := coretest.InUse(t, sem, "GET /work"); got != limit {
+			if got := servertest.InUse(t, sem, "GET /work"); got != limit {
 				t.Errorf("in use = %d, want %d", got, limit)
 			}
 			// Another route has its own limit: keyed by pattern, not path.
@@ -137,7 +137,7 @@ func TestLimitPerRoute(t *testing.T) {
 			if m := work.max.Load(); m != limit {
 				t.Errorf("max in flight = %d, want %d", m, limit)
 			}
-			if got := coretest.InUse(t, sem, "GET /work"); got != 0 {
+			if got := servertest.InUse(t, sem, "GET /work"); got != 0 {
 				t.Errorf("in use after = %d, want 0", got)
 			}
 		})
@@ -160,7 +160,7 @@ func TestWaitThenAdmit(t *testing.T) {
 	if r1, r2 := <-first, <-second; r1.code != 200 || r2.code != 200 {
 		t.Fatalf("results %+v %+v, want both 200", r1, r2)
 	}
-	if got := coretest.InUse(t, sem, httpmw.UnroutedKey); got != 0 {
+	if got := servertest.InUse(t, sem, httpmw.UnroutedKey); got != 0 {
 		t.Fatalf("in use = %d, want 0", got)
 	}
 }
@@ -265,7 +265,7 @@ func TestClientGoneWhileWaiting(t *testing.T) {
 	}
 	close(g.open)
 	srv.Close() // waits for the holder's request
-	if got := coretest.InUse(t, sem, httpmw.UnroutedKey); got != 0 {
+	if got := servertest.InUse(t, sem, httpmw.UnroutedKey); got != 0 {
 		t.Fatalf("in use = %d, want 0", got)
 	}
 }
@@ -282,7 +282,7 @@ func TestPanicReleases(t *testing.T) {
 		}()
 		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
 	}()
-	if got := coretest.InUse(t, sem, httpmw.UnroutedKey); got != 0 {
+	if got := servertest.InUse(t, sem, httpmw.UnroutedKey); got != 0 {
 		t.Fatalf("in use after panic = %d, want 0", got)
 	}
 	// Through a server (http.ErrAbortHandler is not logged).
@@ -295,7 +295,7 @@ func TestPanicReleases(t *testing.T) {
 			t.Fatal("the aborted request succeeded")
 		}
 	}
-	if got := coretest.InUse(t, sem, httpmw.UnroutedKey); got != 0 {
+	if got := servertest.InUse(t, sem, httpmw.UnroutedKey); got != 0 {
 		t.Fatalf("in use after aborts = %d, want 0", got)
 	}
 }

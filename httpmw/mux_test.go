@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/distsem/distsem/core"
-	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/httpmw"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 // Around a whole ServeMux the route pattern is resolved first; requests no
@@ -25,7 +25,7 @@ func TestWrapMuxKeysByPattern(t *testing.T) {
 	res := make(chan result, 1)
 	go func() { res <- get(t, srv.Client(), srv.URL+"/item/1") }()
 	<-g.entered
-	if got := coretest.InUse(t, sem, "GET /item/{id}"); got != 1 {
+	if got := servertest.InUse(t, sem, "GET /item/{id}"); got != 1 {
 		t.Errorf("in use under the pattern = %d, want 1", got)
 	}
 	// Another path of the same pattern shares its limit.
@@ -89,7 +89,7 @@ func TestUnroutedKey(t *testing.T) {
 	case <-g.entered:
 		t.Error("/b ran while /a held the only permit: keyed by path")
 	}
-	if got := coretest.InUse(t, sem, httpmw.UnroutedKey); got != 1 {
+	if got := servertest.InUse(t, sem, httpmw.UnroutedKey); got != 1 {
 		t.Errorf("in use under UnroutedKey = %d, want 1", got)
 	}
 	close(g.open)
@@ -112,7 +112,7 @@ func TestNestedMuxKeysByInnerPattern(t *testing.T) {
 	res := make(chan result, 1)
 	go func() { res <- get(t, srv.Client(), srv.URL+"/api/item/1") }()
 	<-g.entered
-	if got := coretest.InUse(t, sem, "GET /item/{id}"); got != 1 {
+	if got := servertest.InUse(t, sem, "GET /item/{id}"); got != 1 {
 		t.Errorf("in use under the inner pattern = %d, want 1", got)
 	}
 	second := make(chan result, 1)
@@ -127,7 +127,7 @@ func TestNestedMuxKeysByInnerPattern(t *testing.T) {
 	}
 	close(g.open)
 	<-res
-	if got := coretest.InUse(t, sem, "/api/"); got != 0 {
+	if got := servertest.InUse(t, sem, "/api/"); got != 0 {
 		t.Errorf("in use under the outer pattern = %d, want 0", got)
 	}
 }

@@ -18,9 +18,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/core/redissem"
 	"github.com/distsem/distsem/httpmw"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 // The cross-process test re-executes this test binary as a server: these
@@ -116,7 +116,7 @@ func startChild(t *testing.T, mode, addr, prefix string, limit int) string {
 // with concurrent clients; it returns the highest number of requests seen
 // in flight across both, and the status codes received.
 func fleetRun(t *testing.T, mode string, limit int) (int, map[int]int) {
-	addr := coretest.RedisAddr(t)
+	addr := servertest.RedisAddr(t)
 	prefix := "httpmwtest:" + rand.Text()[:10] + ":"
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	t.Cleanup(func() {

@@ -7,7 +7,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/distsem/distsem/core/coretest"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 // TestMain runs the test binary as a PostgreSQL worker (see
@@ -29,5 +29,5 @@ func TestMain(m *testing.M) {
 			code = 1
 		}
 	}
-	coretest.Exit(code)
+	servertest.Exit(code)
 }

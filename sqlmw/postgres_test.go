@@ -15,8 +15,8 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/core/redissem"
+	"github.com/distsem/distsem/internal/servertest"
 	"github.com/distsem/distsem/sqlmw"
 )
 
@@ -78,8 +78,8 @@ func pgWorker(cfg string) error {
 // connection samples pg_stat_activity. Without the wrapper the same load
 // must exceed the limit, or the check proves nothing.
 func TestPostgresLimit(t *testing.T) {
-	dsn := coretest.PostgresDSN(t)
-	coretest.RedisAddr(t)
+	dsn := servertest.PostgresDSN(t)
+	servertest.RedisAddr(t)
 	sampler, err := sql.Open("pgx", dsn)
 	if err != nil {
 		t.Fatal(err)

@@ -16,9 +16,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distsem/distsem/core"
-	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/core/redissem"
 	"github.com/distsem/distsem/httpmw"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 // measure runs b.N calls of do on conc goroutines (a closed loop: a steady
@@ -77,7 +77,7 @@ func redisCalls(b *testing.B, rdb *redis.Client) (commands, scripts int64) {
 }
 
 func redisSem(b *testing.B) (*redis.Client, *core.Keyed) {
-	rdb := redis.NewClient(&redis.Options{Addr: coretest.RedisAddr(b), PoolSize: 64})
+	rdb := redis.NewClient(&redis.Options{Addr: servertest.RedisAddr(b), PoolSize: 64})
 	prefix := "benchadapters:" + rand.Text()[:8] + ":"
 	sem := redissem.NewKeyed(rdb, "bench", 1<<20, redissem.WithKeyPrefix(prefix))
 	b.Cleanup(func() {

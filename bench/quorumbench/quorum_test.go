@@ -14,8 +14,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distsem/distsem/core"
-	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/core/redissem"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 // counter is a go-redis hook that counts the commands sent.
@@ -102,9 +102,9 @@ type asGiven struct{ *redis.Client }
 
 // setups starts 3 masters and returns the semaphores to compare.
 func setups(b *testing.B, limit int64) []setup {
-	var ms []*coretest.RedisServer
+	var ms []*servertest.RedisServer
 	for range 3 {
-		ms = append(ms, coretest.StartRedis(b))
+		ms = append(ms, servertest.StartRedis(b))
 	}
 	mk := func(addrs ...string) ([]redis.UniversalClient, *counter) {
 		cnt := &counter{}

@@ -7,13 +7,13 @@ import (
 	"time"
 
 	"github.com/distsem/distsem/bench/seedsem"
-	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/core/redissem"
+	"github.com/distsem/distsem/internal/servertest"
 	"github.com/redis/go-redis/v9"
 )
 
 func client(b *testing.B) *redis.Client {
-	c := redis.NewClient(&redis.Options{Addr: coretest.RedisAddr(b)})
+	c := redis.NewClient(&redis.Options{Addr: servertest.RedisAddr(b)})
 	b.Cleanup(func() { c.Close() })
 	return c
 }

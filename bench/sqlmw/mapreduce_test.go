@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/distsem/distsem/core/coretest"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 // BenchmarkMapReduce runs the examples/mapreduce job on PostgreSQL with a
@@ -20,8 +20,8 @@ import (
 // fleet-wide, and the time spent waiting for a permit or a connection.
 // Each iteration is one whole job: run it with -benchtime 1x.
 func BenchmarkMapReduce(b *testing.B) {
-	dsn := coretest.PostgresDSN(b)
-	addr := coretest.RedisAddr(b)
+	dsn := servertest.PostgresDSN(b)
+	addr := servertest.RedisAddr(b)
 	bin := filepath.Join(b.TempDir(), "mapreduce")
 	// Built in its own directory (the benchmark runs in bench/sqlmw), so
 	// that this works whether examples/ is part of the root module or a

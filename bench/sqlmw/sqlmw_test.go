@@ -13,8 +13,8 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/distsem/distsem/core"
-	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/core/redissem"
+	"github.com/distsem/distsem/internal/servertest"
 	"github.com/distsem/distsem/sqlmw"
 )
 
@@ -45,7 +45,7 @@ func BenchmarkQuery(b *testing.B) {
 		benchQueries(b, db)
 	})
 	b.Run("redis", func(b *testing.B) {
-		client := redis.NewClient(&redis.Options{Addr: coretest.RedisAddr(b)})
+		client := redis.NewClient(&redis.Options{Addr: servertest.RedisAddr(b)})
 		defer client.Close()
 		sem := redissem.New(client, "bench-sqlmw-query", 1<<20)
 		defer sem.Close()

@@ -15,10 +15,10 @@ import (
 
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/admit"
-	"github.com/distsem/distsem/core/coretest"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.Cleanup(coretest.Exit)) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.Cleanup(servertest.Exit)) }
 
 // recorder is an Observer that keeps every event.
 type recorder struct {
@@ -62,7 +62,7 @@ func TestAdmitAndRelease(t *testing.T) {
 	if tk.Key() != "a" || tk.Permit() == nil {
 		t.Fatalf("ticket = %+v", tk)
 	}
-	if got := coretest.InUse(t, sem, "a"); got != 1 {
+	if got := servertest.InUse(t, sem, "a"); got != 1 {
 		t.Fatalf("in use = %d, want 1", got)
 	}
 	if err := tk.Release(t.Context()); err != nil {
@@ -71,7 +71,7 @@ func TestAdmitAndRelease(t *testing.T) {
 	if err := tk.Release(t.Context()); err != nil { // a second call does nothing
 		t.Fatal(err)
 	}
-	if got := coretest.InUse(t, sem, "a"); got != 0 {
+	if got := servertest.InUse(t, sem, "a"); got != 0 {
 		t.Fatalf("in use after release = %d, want 0", got)
 	}
 	want := []admit.EventKind{admit.EventAdmitted, admit.EventReleased}
@@ -179,7 +179,7 @@ func TestMaxWaitPasses(t *testing.T) {
 		if d := time.Since(start); d != 250*time.Millisecond {
 			t.Fatalf("waited %v, want 250ms", d)
 		}
-		if got := coretest.InUse(t, sem, "k"); got != 1 {
+		if got := servertest.InUse(t, sem, "k"); got != 1 {
 			t.Fatalf("in use = %d, want 1 (only the holder)", got)
 		}
 	})
@@ -245,7 +245,7 @@ func TestClientGone(t *testing.T) {
 			t.Fatalf("rejection = %v, want ClientGone wrapping context.Canceled", err)
 		}
 		held.Release(t.Context())
-		if got := coretest.InUse(t, sem, "k"); got != 0 {
+		if got := servertest.InUse(t, sem, "k"); got != 0 {
 			t.Fatalf("in use = %d, want 0", got)
 		}
 		// A request whose context has already ended never takes a permit,
@@ -254,7 +254,7 @@ func TestClientGone(t *testing.T) {
 		if rej := rejection(t, err); rej.Reason != admit.ClientGone {
 			t.Fatalf("rejection = %v, want ClientGone", err)
 		}
-		if got := coretest.InUse(t, sem, "k"); got != 0 {
+		if got := servertest.InUse(t, sem, "k"); got != 0 {
 			t.Fatalf("in use = %d, want 0", got)
 		}
 	})
@@ -318,7 +318,7 @@ func TestReleaseAfterCancel(t *testing.T) {
 	if err := tk.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := coretest.InUse(t, sem, "k"); got != 0 {
+	if got := servertest.InUse(t, sem, "k"); got != 0 {
 		t.Fatalf("in use = %d, want 0", got)
 	}
 }

@@ -8,15 +8,15 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distsem/distsem/core/admit"
-	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/core/redissem"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 // With the Redis backend: a permit released through a Ticket goes back to
 // Redis, even when the request's context is already cancelled, and a lease
 // lost while the request ran is reported.
 func TestRedisReleaseAndLost(t *testing.T) {
-	rdb := redis.NewClient(&redis.Options{Addr: coretest.RedisAddr(t)})
+	rdb := redis.NewClient(&redis.Options{Addr: servertest.RedisAddr(t)})
 	prefix := "admittest:" + rand.Text()[:10] + ":"
 	t.Cleanup(func() {
 		ctx := context.Background()

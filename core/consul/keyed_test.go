@@ -9,7 +9,7 @@ import (
 
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/consul"
-	"github.com/distsem/distsem/core/coretest/semtest"
+	"github.com/distsem/distsem/core/semtest"
 )
 
 func newKeyed(t *testing.T, def int64, opts ...core.Option) *core.Keyed {

@@ -8,8 +8,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/core/redissem"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 // TestClusterFailover (issue 9, items 2 and 3): a master of a 3-master,
@@ -34,7 +34,7 @@ func TestClusterFailover(t *testing.T) {
 // clusterFailover kills a master (crash) or fails it over to its replica
 // with CLUSTER FAILOVER (graceful), and checks the timeline.
 func clusterFailover(t *testing.T, crash bool) {
-	set := coretest.StartCluster(t, 3, 1)
+	set := servertest.StartCluster(t, 3, 1)
 	const limit, procs, per = 2, 3, 2
 	admin := redis.NewClusterClient(&redis.ClusterOptions{Addrs: set.Addrs})
 	defer admin.Close()

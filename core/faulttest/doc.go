@@ -1,6 +1,6 @@
 // Package faulttest is distsem's fault suite: its tests run the Redis
 // backend of core against real redis-server processes, found or started
-// through core/coretest (the scenarios that kill, stall or restart Redis
+// through internal/servertest (the scenarios that kill, stall or restart Redis
 // always start their own, from the redis-server on PATH), and inject faults
 // with an in-process TCP proxy (core/internal/faultproxy), SIGKILL, DEBUG
 // SLEEP and server restarts.
@@ -22,7 +22,7 @@
 //
 // Without redis-server on PATH the suite is skipped, unless CI is set: then
 // it fails. DISTSEM_FAULTTEST_PORTS=lo-hi makes the servers pick their ports
-// in that range (coretest's DISTSEM_TEST_PORTS, which it sets when unset);
+// in that range (servertest's DISTSEM_TEST_PORTS, which it sets when unset);
 // DISTSEM_REDIS_ADDR names a server for the scenarios that leave it
 // running. DISTSEM_SOAK=10m runs the soak scenario (random faults for that
 // long); it is off otherwise. See docs/RELIABILITY.md for the scenarios

@@ -13,7 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
-	"github.com/distsem/distsem/core/coretest"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 // quiet drops go-redis's log lines.
@@ -32,12 +32,12 @@ func TestMain(m *testing.M) {
 		os.Exit(runChild(mode))
 	}
 	redis.SetLogger(quiet{}) // a refused dial is the point of some scenarios
-	// DISTSEM_FAULTTEST_PORTS is this suite's name for coretest's range.
+	// DISTSEM_FAULTTEST_PORTS is this suite's name for servertest's range.
 	if r := os.Getenv("DISTSEM_FAULTTEST_PORTS"); r != "" && os.Getenv("DISTSEM_TEST_PORTS") == "" {
 		os.Setenv("DISTSEM_TEST_PORTS", r)
 	}
 	code := m.Run()
-	coretest.StopServers()
+	servertest.StopServers()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)

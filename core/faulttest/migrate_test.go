@@ -7,8 +7,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/core/redissem"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 // TestClusterSlotMigrating (issue 9, item 4): while a semaphore's slot is
@@ -17,7 +17,7 @@ import (
 // Acquire and Release returned ErrUnavailable for the whole migration; now
 // they retry within their ctx and succeed once the slot is stable.
 func TestClusterSlotMigrating(t *testing.T) {
-	set := coretest.StartCluster(t, 2, 0)
+	set := servertest.StartCluster(t, 2, 0)
 	ctx := context.Background()
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: set.Addrs})
 	defer c.Close()

@@ -7,8 +7,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/core/redissem"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 // TestSentinelFailoverFollowsMaster (issue 9, item 1): a graceful Sentinel
@@ -28,7 +28,7 @@ func TestSentinelFailoverFollowsMaster(t *testing.T) {
 // sentinelFailover runs the workload, then fails the master over: with
 // SENTINEL FAILOVER, or by killing it (crash), and checks the timeline.
 func sentinelFailover(t *testing.T, crash bool) {
-	set := coretest.StartSentinel(t)
+	set := servertest.StartSentinel(t)
 	const limit, procs, per = 4, 3, 8
 	name := "sentinel-failover"
 	ctx, stop := context.WithCancel(context.Background())

@@ -8,22 +8,22 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/distsem/distsem/core/coretest"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
-// server is a redis-server for a scenario, found or started by coretest
+// server is a redis-server for a scenario, found or started by servertest
 // (see its package documentation): a private one (newServer) that the
 // scenario may stop, stall or restart, or the test binary's shared one.
 type server struct {
-	shared string                // the shared server's address
-	own    *coretest.RedisServer // nil for the shared server
+	shared string                  // the shared server's address
+	own    *servertest.RedisServer // nil for the shared server
 }
 
 // newServer starts a redis-server of its own for tb, stopped when tb ends.
 // Without redis-server on PATH the test is skipped, or fails when CI is set.
 func newServer(tb testing.TB) *server {
 	tb.Helper()
-	return &server{own: coretest.StartRedis(tb)}
+	return &server{own: servertest.StartRedis(tb)}
 }
 
 // sharedServer returns the redis-server for the scenarios that do not stop
@@ -31,7 +31,7 @@ func newServer(tb testing.TB) *server {
 // each scenario uses its own key prefix. TestMain stops it.
 func sharedServer(tb testing.TB) *server {
 	tb.Helper()
-	return &server{shared: coretest.RedisAddr(tb)}
+	return &server{shared: servertest.RedisAddr(tb)}
 }
 
 func (s *server) addr() string {

@@ -9,8 +9,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distsem/distsem/core"
-	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/core/redissem"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 // TestClusterSlotMoved: a semaphore's slot moves, keys and all, to another
@@ -21,7 +21,7 @@ import (
 // SPUBLISH would count no subscriber and skip the live waiter, which would
 // queue again only after its next heartbeat (a third of the 30 s lease).
 func TestClusterSlotMoved(t *testing.T) {
-	set := coretest.StartCluster(t, 2, 0)
+	set := servertest.StartCluster(t, 2, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	admin := redis.NewClusterClient(&redis.ClusterOptions{Addrs: set.Addrs})

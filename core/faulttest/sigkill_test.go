@@ -15,8 +15,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/core/redissem"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 // runChild is the holder process of TestSIGKILL: GOROUTINES workers acquire,
@@ -88,7 +88,7 @@ func TestSIGKILL(t *testing.T) {
 // their queue entries expired (2/3 of the lease TTL), and utilization fell
 // below 0.8.
 func TestSIGKILLCluster(t *testing.T) {
-	set := coretest.StartCluster(t, 3, 0)
+	set := servertest.StartCluster(t, 3, 0)
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: set.Addrs})
 	t.Cleanup(func() { _ = c.Close() })
 	sigkill(t, "sigkill_cluster", "CLUSTER_ADDRS="+strings.Join(set.Addrs, ","), c)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/distsem/distsem/core/coretest"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 // TestACLEachClusterRightNeeded removes each sharded pub/sub right of the
@@ -16,7 +16,7 @@ import (
 // Acquire fails with ErrUnavailable naming it, and so does a TryAcquire
 // (the rights check runs before the first script).
 func TestACLEachClusterRightNeeded(t *testing.T) {
-	addrs := coretest.RedisClusterAddrs(t)
+	addrs := servertest.RedisClusterAddrs(t)
 	admin := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
 	t.Cleanup(func() { _ = admin.Close() })
 	all := strings.Fields(aclCommands + " " + aclClusterCommands)

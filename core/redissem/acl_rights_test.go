@@ -10,8 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distsem/distsem/core"
-	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/core/redissem"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 // TestACLEachRightNeeded (issue 9, item 6) removes each right of the
@@ -40,7 +40,7 @@ func TestACLEachRightNeeded(t *testing.T) {
 			t.Cleanup(func() { _ = admin.Do(context.Background(), "ACL", "DELUSER", user).Err() })
 			// Scripts not cached: a user without EVAL must meet it.
 			ok(t, admin.ScriptFlush(ctx).Err())
-			c := redis.NewClient(&redis.Options{Addr: coretest.RedisAddr(t), Username: user, Password: "pw"})
+			c := redis.NewClient(&redis.Options{Addr: servertest.RedisAddr(t), Username: user, Password: "pw"})
 			defer c.Close()
 			// TryAcquire after a failed subscribe runs no script to fail.
 			wantRightNamed(t, ctx, c, prefix, cmd, cmd != "subscribe")

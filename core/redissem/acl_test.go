@@ -16,8 +16,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distsem/distsem/core"
-	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/core/redissem"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 // aclCommands is the minimum set of Redis commands the library needs: the
@@ -81,7 +81,7 @@ func aclClient(t *testing.T, prefix string) *redis.Client {
 	}
 	ok(t, admin.Do(ctx, args...).Err())
 	t.Cleanup(func() { _ = admin.Do(context.Background(), "ACL", "DELUSER", user).Err() })
-	c := redis.NewClient(&redis.Options{Addr: coretest.RedisAddr(t), Username: user, Password: "pw"})
+	c := redis.NewClient(&redis.Options{Addr: servertest.RedisAddr(t), Username: user, Password: "pw"})
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
@@ -188,7 +188,7 @@ func TestACLMinimal(t *testing.T) {
 // TestACLMinimalCluster runs a Cluster client as a user with the rights of
 // aclCommands plus aclClusterCommands, set on every node.
 func TestACLMinimalCluster(t *testing.T) {
-	addrs := coretest.RedisClusterAddrs(t)
+	addrs := servertest.RedisClusterAddrs(t)
 	prefix := uniquePrefix(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -7,16 +7,16 @@ import (
 	"time"
 
 	"github.com/distsem/distsem/core"
-	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/core/internal/faultproxy"
 	"github.com/distsem/distsem/core/redissem"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 // TestFaultAdoptTwiceIsOnce delivers the adopt script twice (a client
 // retry, or a late copy): the second run must find the permit adopted and
 // change nothing, so the count stays the permit's weight.
 func TestFaultAdoptTwiceIsOnce(t *testing.T) {
-	p := newFaultProxy(t, coretest.RedisAddr(t))
+	p := newFaultProxy(t, servertest.RedisAddr(t))
 	prefix := uniquePrefix(t)
 	a := redissem.New(realClient(t), "adup", 3, redissem.WithKeyPrefix(prefix), redissem.WithDefaultLeaseTTL(time.Second))
 	defer a.Close()
@@ -42,7 +42,7 @@ func TestFaultAdoptTwiceIsOnce(t *testing.T) {
 // script ran, and the permit it moved is given back in the background, so
 // no capacity is lost; the original permit reports Lost.
 func TestFaultAdoptReplyLost(t *testing.T) {
-	p := newFaultProxy(t, coretest.RedisAddr(t))
+	p := newFaultProxy(t, servertest.RedisAddr(t))
 	prefix := uniquePrefix(t)
 	a := redissem.New(realClient(t), "alost", 2, redissem.WithKeyPrefix(prefix), redissem.WithDefaultLeaseTTL(time.Second))
 	defer a.Close()

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/distsem/distsem/core"
-	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/core/redissem"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 // runAdoptChild is the child side of the tests below. "adopt": adopt the
@@ -69,7 +69,7 @@ func errWord(err error) string {
 func startAdoptChild(t *testing.T, mode string, env ...string) (*exec.Cmd, *bufio.Scanner, *os.File) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), append(env, childEnv+"="+mode, "DISTSEM_REDIS_ADDR="+coretest.RedisAddr(t))...)
+	cmd.Env = append(os.Environ(), append(env, childEnv+"="+mode, "DISTSEM_REDIS_ADDR="+servertest.RedisAddr(t))...)
 	cmd.Stderr = os.Stderr
 	r, w, err := os.Pipe()
 	ok(t, err)

@@ -10,9 +10,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distsem/distsem/core"
-	"github.com/distsem/distsem/core/coretest"
-	"github.com/distsem/distsem/core/coretest/semtest"
 	"github.com/distsem/distsem/core/redissem"
+	"github.com/distsem/distsem/core/semtest"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 // sem is what the conformance suite needs of a backend.
@@ -74,7 +74,7 @@ func uniquePrefix(t *testing.T) string {
 
 func realClient(t *testing.T) *redis.Client {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: coretest.RedisAddr(t), PoolSize: 20})
+	c := redis.NewClient(&redis.Options{Addr: servertest.RedisAddr(t), PoolSize: 20})
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
@@ -107,12 +107,12 @@ func backends() []backend {
 			return realSem(t, realClient(t), limit, opts)
 		}},
 		{"cluster", func(t *testing.T, limit int64, opts ...opt) sem {
-			c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: coretest.RedisClusterAddrs(t)})
+			c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: servertest.RedisClusterAddrs(t)})
 			t.Cleanup(func() { _ = c.Close() })
 			return realSem(t, c, limit, opts)
 		}},
 		{"sentinel", func(t *testing.T, limit int64, opts ...opt) sem {
-			addrs, master := coretest.RedisSentinel(t)
+			addrs, master := servertest.RedisSentinel(t)
 			c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: master, SentinelAddrs: addrs})
 			t.Cleanup(func() { _ = c.Close() })
 			return realSem(t, c, limit, opts)
@@ -154,7 +154,7 @@ var (
 	wantStats  = semtest.WantStats
 )
 
-// TestConformance runs the conformance suite (core/coretest/semtest: tokens,
+// TestConformance runs the conformance suite (core/semtest: tokens,
 // FIFO, weights, limits, Close, a hammer) on every backend of backends().
 // Backends in other modules run the same suite (core/consul).
 func TestConformance(t *testing.T) {

@@ -12,8 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distsem/distsem/core"
-	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/core/redissem"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 // closedPort returns a loopback address on which nothing listens: a
@@ -68,7 +68,7 @@ func TestRefusedConnectionNamesCause(t *testing.T) {
 // New are watched: with the master of the semaphore's slot killed, a
 // call names the refused dial to that master.
 func TestRefusedConnectionNamesCauseCluster(t *testing.T) {
-	set := coretest.StartCluster(t, 3, 0)
+	set := servertest.StartCluster(t, 3, 0)
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: set.Addrs})
 	defer c.Close()
 	s := redissem.New(c, "refused", 1, redissem.WithOperationTimeout(300*time.Millisecond))

@@ -13,8 +13,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/core/redissem"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 // TestFastPathsMatchGeneralCode runs random acquires and releases on a real
@@ -26,7 +26,7 @@ import (
 // other cases, so that neither side is compared only with itself.
 func TestFastPathsMatchGeneralCode(t *testing.T) {
 	ctx := context.Background()
-	c := redis.NewClient(&redis.Options{Addr: coretest.RedisAddr(t)})
+	c := redis.NewClient(&redis.Options{Addr: servertest.RedisAddr(t)})
 	defer c.Close()
 	fast, general := map[string]int{}, map[string]int{}
 	for seed := range uint64(6) {

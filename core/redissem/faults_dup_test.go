@@ -7,8 +7,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/core/redissem"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 // rawCount reads what Redis records for a semaphore: the used count the
@@ -38,7 +38,7 @@ func rawCount(t *testing.T, c *redis.Client, prefix, name string) (used string, 
 // proxy only after the copy ran. (Stats, a heartbeat and an acquire that
 // does not fit would repair a wrong count: the test reads it before any.)
 func TestFaultRetriedReleaseAndLeaveKeepCapacity(t *testing.T) {
-	p := newFaultProxy(t, coretest.RedisAddr(t))
+	p := newFaultProxy(t, servertest.RedisAddr(t))
 	prefix := uniquePrefix(t)
 	pc := proxyClient(t, p, &redis.Options{PoolSize: 1})
 	s := redissem.New(pc, "dup", 2, redissem.WithKeyPrefix(prefix))

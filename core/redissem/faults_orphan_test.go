@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/distsem/distsem/core"
-	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/core/internal/faultproxy"
 	"github.com/distsem/distsem/core/redissem"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 // Issue 7 point 2: a waiter gave up while Redis was silent, and its
@@ -19,7 +19,7 @@ import (
 // grant's note must make this process release it, rather than leave the
 // permit taken, unused, for the whole lease.
 func TestFaultOrphanGrantReleased(t *testing.T) {
-	p := newFaultProxy(t, coretest.RedisAddr(t))
+	p := newFaultProxy(t, servertest.RedisAddr(t))
 	prefix := uniquePrefix(t)
 	holder := redissem.New(realClient(t), "orphan", 1, redissem.WithKeyPrefix(prefix))
 	defer holder.Close()

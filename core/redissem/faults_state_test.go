@@ -13,9 +13,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distsem/distsem/core"
-	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/core/internal/faultproxy"
 	"github.com/distsem/distsem/core/redissem"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 // Defect 9: with a pinned limit, a holder set that expired while idle must
@@ -41,7 +41,7 @@ func TestFaultPinnedLimitNoStrandedCount(t *testing.T) {
 // Defect 10: the clean-up of a timed-out TryAcquire may reach Redis before
 // the acquire itself; the late acquire must then be refused.
 func TestFaultLateAcquireRefused(t *testing.T) {
-	p := newFaultProxy(t, coretest.RedisAddr(t))
+	p := newFaultProxy(t, servertest.RedisAddr(t))
 	prefix := uniquePrefix(t)
 	s := redissem.New(proxyClient(t, p, nil), "late", 1, redissem.WithKeyPrefix(prefix), redissem.WithDefaultLeaseTTL(30*time.Second))
 	defer s.Close()
@@ -69,7 +69,7 @@ func TestFaultLateAcquireRefused(t *testing.T) {
 // proxy delays every command by 1s, so a leave sent after Close returned
 // would still be on its way.
 func TestFaultCloseLeavesQueue(t *testing.T) {
-	p := newFaultProxy(t, coretest.RedisAddr(t))
+	p := newFaultProxy(t, servertest.RedisAddr(t))
 	prefix := uniquePrefix(t)
 	other := redissem.New(realClient(t), "closeq", 1, redissem.WithKeyPrefix(prefix))
 	defer other.Close()
@@ -100,7 +100,7 @@ func TestFaultCloseLeavesQueue(t *testing.T) {
 // handed the permit to this process's own waiter) wakes the waiter at once,
 // not at the next heartbeat (TTL/3), and reports success.
 func TestFaultLostReplyResyncs(t *testing.T) {
-	p := newFaultProxy(t, coretest.RedisAddr(t))
+	p := newFaultProxy(t, servertest.RedisAddr(t))
 	prefix := uniquePrefix(t)
 	obs, queued := queueObserver()
 	s := redissem.New(proxyClient(t, p, nil), "resync", 1, redissem.WithKeyPrefix(prefix),
@@ -218,7 +218,7 @@ func TestFaultLowerLimitFailsHeavyWaiters(t *testing.T) {
 // under a blackhole (the waiter's leave is bounded by the operation
 // timeout), and the waiter returns ErrClosed.
 func TestFaultCloseUnderBlackhole(t *testing.T) {
-	p := newFaultProxy(t, coretest.RedisAddr(t))
+	p := newFaultProxy(t, servertest.RedisAddr(t))
 	prefix := uniquePrefix(t)
 	holder := redissem.New(realClient(t), "closebh", 1, redissem.WithKeyPrefix(prefix))
 	defer holder.Close()

@@ -10,9 +10,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distsem/distsem/core"
-	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/core/internal/faultproxy"
 	"github.com/distsem/distsem/core/redissem"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 // Regression tests for issue 7 (core under faults). Each injects its fault
@@ -81,7 +81,7 @@ func within(t *testing.T, d time.Duration, what string, f func() error) time.Dur
 // every copy; the copies must not count the holder twice. The proxy
 // delivers the acquire twice.
 func TestFaultRetriedAcquireKeepsCapacity(t *testing.T) {
-	p := newFaultProxy(t, coretest.RedisAddr(t))
+	p := newFaultProxy(t, servertest.RedisAddr(t))
 	prefix := uniquePrefix(t)
 	s := redissem.New(proxyClient(t, p, nil), "retry", 2, redissem.WithKeyPrefix(prefix))
 	defer s.Close()
@@ -105,7 +105,7 @@ func TestFaultRetriedAcquireKeepsCapacity(t *testing.T) {
 // Defect 2: a queued Acquire returns by its deadline when Redis goes
 // silent, and a cancelled one at once; the clean-up runs in the background.
 func TestFaultDeadlineUnderBlackhole(t *testing.T) {
-	p := newFaultProxy(t, coretest.RedisAddr(t))
+	p := newFaultProxy(t, servertest.RedisAddr(t))
 	prefix := uniquePrefix(t)
 	holder := redissem.New(realClient(t), "bh", 1, redissem.WithKeyPrefix(prefix))
 	defer holder.Close()
@@ -147,7 +147,7 @@ func TestFaultDeadlineUnderBlackhole(t *testing.T) {
 // Defect 3: a new process's first Acquire (it must subscribe first)
 // returns when its ctx is cancelled, whatever Redis does.
 func TestFaultFirstAcquireHonoursCtx(t *testing.T) {
-	p := newFaultProxy(t, coretest.RedisAddr(t))
+	p := newFaultProxy(t, servertest.RedisAddr(t))
 	s := redissem.New(proxyClient(t, p, nil), "first", 1, redissem.WithKeyPrefix(uniquePrefix(t)))
 	defer s.Close()
 	ok(t, p.SetMode(faultproxy.Blackhole))
@@ -167,7 +167,7 @@ func TestFaultFirstAcquireHonoursCtx(t *testing.T) {
 // Defect 4: a waiter queued before an outage gets the failure policy once
 // the backend has been unreachable for the outage grace.
 func TestFaultQueuedWaiterGetsPolicy(t *testing.T) {
-	p := newFaultProxy(t, coretest.RedisAddr(t))
+	p := newFaultProxy(t, servertest.RedisAddr(t))
 	prefix := uniquePrefix(t)
 	holder := redissem.New(realClient(t), "outage", 1, redissem.WithKeyPrefix(prefix))
 	defer holder.Close()
@@ -198,7 +198,7 @@ func TestFaultQueuedWaiterGetsPolicy(t *testing.T) {
 // Defect 5: the first fallback permit comes within the operation timeout,
 // and once the breaker is open the policy applies without a round trip.
 func TestFaultFailFastAndBreaker(t *testing.T) {
-	p := newFaultProxy(t, coretest.RedisAddr(t))
+	p := newFaultProxy(t, servertest.RedisAddr(t))
 	s := redissem.New(proxyClient(t, p, nil), "fast", 1, redissem.WithKeyPrefix(uniquePrefix(t)),
 		redissem.WithFailurePolicy(core.FailOpen), redissem.WithOperationTimeout(300*time.Millisecond),
 		redissem.WithCircuitBreaker(2, time.Minute))
@@ -254,7 +254,7 @@ func TestFaultFailLocalTokenZero(t *testing.T) {
 // Defect 2 with a client that honours ctx deadlines: a cancellation (no
 // deadline) still ends the call at once, not at the operation timeout.
 func TestFaultCancelWithContextTimeoutClient(t *testing.T) {
-	p := newFaultProxy(t, coretest.RedisAddr(t))
+	p := newFaultProxy(t, servertest.RedisAddr(t))
 	s := redissem.New(proxyClient(t, p, &redis.Options{ContextTimeoutEnabled: true}), "ctxc", 1,
 		redissem.WithKeyPrefix(uniquePrefix(t)), redissem.WithOperationTimeout(5*time.Second))
 	defer s.Close()
@@ -278,7 +278,7 @@ func TestFaultCancelWithContextTimeoutClient(t *testing.T) {
 // notification was lost) carries the real grant time, not the heartbeat's.
 // Without a failover the token is the server time of the grant in µs.
 func TestFaultCatchUpGrantTime(t *testing.T) {
-	p := newFaultProxy(t, coretest.RedisAddr(t))
+	p := newFaultProxy(t, servertest.RedisAddr(t))
 	prefix := uniquePrefix(t)
 	obs, queued := queueObserver()
 	s := redissem.New(proxyClient(t, p, nil), "catchup", 1, redissem.WithKeyPrefix(prefix),
@@ -309,7 +309,7 @@ func TestFaultCatchUpGrantTime(t *testing.T) {
 // Defect 5: callers whose deadline ends their calls first (here 300ms,
 // against an operation timeout of 1s) still open the breaker.
 func TestFaultBreakerOpensOnCallerDeadlines(t *testing.T) {
-	p := newFaultProxy(t, coretest.RedisAddr(t))
+	p := newFaultProxy(t, servertest.RedisAddr(t))
 	s := redissem.New(proxyClient(t, p, nil), "dl", 1, redissem.WithKeyPrefix(uniquePrefix(t)),
 		redissem.WithFailurePolicy(core.FailOpen))
 	defer s.Close()

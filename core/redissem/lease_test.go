@@ -11,8 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distsem/distsem/core"
-	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/core/redissem"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 // TestRedisLeaseLost ends a lease behind the holder's back (the server
@@ -161,7 +161,7 @@ func TestRedisLostWhenUnreachable(t *testing.T) {
 // and the waiter must still get its permit (resubscribe and heartbeat).
 func TestRedisGrantSurvivesLostSubscription(t *testing.T) {
 	name := "resub-" + uniquePrefix(t)
-	c := redis.NewClient(&redis.Options{Addr: coretest.RedisAddr(t), ClientName: name})
+	c := redis.NewClient(&redis.Options{Addr: servertest.RedisAddr(t), ClientName: name})
 	defer c.Close()
 	s := redissem.New(c, "resub", 1, redissem.WithKeyPrefix(uniquePrefix(t)), redissem.WithDefaultLeaseTTL(time.Second))
 	defer s.Close()

@@ -7,9 +7,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distsem/distsem/core"
-	"github.com/distsem/distsem/core/coretest"
-	"github.com/distsem/distsem/core/coretest/semtest"
 	"github.com/distsem/distsem/core/redissem"
+	"github.com/distsem/distsem/core/semtest"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 // leasedBackends are the Redis backends of the suite in the leased-shares
@@ -24,7 +24,7 @@ func leasedBackends() []backend {
 			return realLeased(t, realClient(t), limit, opts)
 		}},
 		{"cluster", func(t *testing.T, limit int64, opts ...opt) sem {
-			c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: coretest.RedisClusterAddrs(t)})
+			c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: servertest.RedisClusterAddrs(t)})
 			t.Cleanup(func() { _ = c.Close() })
 			return realLeased(t, c, limit, opts)
 		}},

@@ -6,7 +6,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/distsem/distsem/core/coretest"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 // TestMain doubles as the entry point of the child processes that the
@@ -15,5 +15,5 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(childEnv); mode != "" {
 		os.Exit(runChild(mode))
 	}
-	goleak.VerifyTestMain(m, goleak.Cleanup(coretest.Exit))
+	goleak.VerifyTestMain(m, goleak.Cleanup(servertest.Exit))
 }

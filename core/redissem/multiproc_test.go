@@ -16,8 +16,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distsem/distsem/core"
-	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/core/redissem"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 const childEnv = "DISTSEM_CORE_CHILD"
@@ -27,7 +27,7 @@ const childEnv = "DISTSEM_CORE_CHILD"
 func startChild(t *testing.T, mode string, env ...string) (*exec.Cmd, *bufio.Scanner) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), append(env, childEnv+"="+mode, "DISTSEM_REDIS_ADDR="+coretest.RedisAddr(t))...)
+	cmd.Env = append(os.Environ(), append(env, childEnv+"="+mode, "DISTSEM_REDIS_ADDR="+servertest.RedisAddr(t))...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	ok(t, err)

@@ -14,19 +14,19 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distsem/distsem/core"
-	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/core/redissem"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 // masters starts n independent redis-servers for one test.
-func masters(t *testing.T, n int) []*coretest.RedisServer {
-	procs := make([]*coretest.RedisServer, n)
+func masters(t *testing.T, n int) []*servertest.RedisServer {
+	procs := make([]*servertest.RedisServer, n)
 	// The first in the test's goroutine: without redis-server it skips the
 	// test (or fails it under CI), which only that goroutine may do.
-	procs[0] = coretest.StartRedis(t)
+	procs[0] = servertest.StartRedis(t)
 	var wg sync.WaitGroup
 	for i := 1; i < n; i++ {
-		wg.Go(func() { procs[i] = coretest.StartRedis(t) })
+		wg.Go(func() { procs[i] = servertest.StartRedis(t) })
 	}
 	wg.Wait()
 	if t.Failed() {
@@ -37,7 +37,7 @@ func masters(t *testing.T, n int) []*coretest.RedisServer {
 
 // clientsOf returns one client per master, with short timeouts so that a
 // dead master fails fast.
-func clientsOf(t *testing.T, procs []*coretest.RedisServer) []redis.UniversalClient {
+func clientsOf(t *testing.T, procs []*servertest.RedisServer) []redis.UniversalClient {
 	out := make([]redis.UniversalClient, len(procs))
 	for i, p := range procs {
 		c := redis.NewClient(&redis.Options{Addr: p.Addr(), PoolSize: 32, MaxRetries: -1,
@@ -390,7 +390,7 @@ func TestQuorumSkipsAStalledMaster(t *testing.T) {
 				cs = append(cs, c)
 			}
 			order := slices.Clone(ms) // the quorum asks the masters in the order of their addresses
-			slices.SortFunc(order, func(a, b *coretest.RedisServer) int { return strings.Compare(a.Addr(), b.Addr()) })
+			slices.SortFunc(order, func(a, b *servertest.RedisServer) int { return strings.Compare(a.Addr(), b.Addr()) })
 			stalled := order[pos]
 			q := redissem.NewQuorum(cs, "stalled", 1, redissem.WithKeyPrefix(prefix), redissem.WithMasterTimeout(100*time.Millisecond))
 			stalled.Pause()

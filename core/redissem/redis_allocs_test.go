@@ -6,8 +6,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/core/redissem"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 // maxPairAllocs bounds the allocations of one uncontended Acquire + Release
@@ -24,7 +24,7 @@ func TestRedisAllocsUncontended(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	c := redis.NewClient(&redis.Options{Addr: coretest.RedisAddr(t)})
+	c := redis.NewClient(&redis.Options{Addr: servertest.RedisAddr(t)})
 	defer c.Close()
 	s := redissem.New(c, "allocs", 1, redissem.WithKeyPrefix(uniquePrefix(t)))
 	defer s.Close()

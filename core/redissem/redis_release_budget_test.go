@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/distsem/distsem/core"
-	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/core/internal/faultproxy"
 	"github.com/distsem/distsem/core/redissem"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 // TestReleaseBudgetUnderBlackhole: Release retries a release whose reply
@@ -17,7 +17,7 @@ import (
 // even with a ctx that never ends. The budget bounds the round trips
 // without a context of its own (releaseID), so this guards it.
 func TestReleaseBudgetUnderBlackhole(t *testing.T) {
-	p := newFaultProxy(t, coretest.RedisAddr(t))
+	p := newFaultProxy(t, servertest.RedisAddr(t))
 	op := 300 * time.Millisecond
 	s := redissem.New(proxyClient(t, p, nil), "budget", 1, redissem.WithKeyPrefix(uniquePrefix(t)),
 		redissem.WithOperationTimeout(op), redissem.WithCircuitBreaker(0, 0)) // no breaker: every retry is sent

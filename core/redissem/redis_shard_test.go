@@ -12,8 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distsem/distsem/core"
-	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/core/redissem"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 // awaitNoShardChannels polls the servers every step until the client named
@@ -37,7 +37,7 @@ func awaitNoShardChannels(ctx context.Context, t *testing.T, admin *redis.Cluste
 // call, so that CLIENT LIST tells its connections apart) and an unnamed
 // admin client, both closed at the test's end.
 func clusterClients(t *testing.T, name string) (c, admin *redis.ClusterClient, client string) {
-	addrs := coretest.RedisClusterAddrs(t)
+	addrs := servertest.RedisClusterAddrs(t)
 	client = name + strconv.FormatInt(time.Now().UnixNano(), 36)
 	c = redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ClientName: client})
 	t.Cleanup(func() { _ = c.Close() })

@@ -12,8 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distsem/distsem/core"
-	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/core/redissem"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 func TestRedisBadInputPanics(t *testing.T) {
@@ -80,7 +80,7 @@ func TestRedisKeysShareHashTag(t *testing.T) {
 func TestRedisManyWaitersSmallPool(t *testing.T) {
 	// 10,000 Acquire calls arrive at once and share 20 connections: allow
 	// them to queue for a connection longer than go-redis's default 4s.
-	c := redis.NewClient(&redis.Options{Addr: coretest.RedisAddr(t), PoolSize: 20, PoolTimeout: time.Minute})
+	c := redis.NewClient(&redis.Options{Addr: servertest.RedisAddr(t), PoolSize: 20, PoolTimeout: time.Minute})
 	defer c.Close()
 	s := redissem.New(c, "many", 10, redissem.WithKeyPrefix(uniquePrefix(t)), redissem.WithOperationTimeout(time.Minute))
 	defer s.Close()

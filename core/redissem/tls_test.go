@@ -20,8 +20,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distsem/distsem/core"
-	"github.com/distsem/distsem/core/coretest"
 	"github.com/distsem/distsem/core/redissem"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 // TestTLSAndAuth checks the README's Security promise that AUTH and TLS
@@ -30,7 +30,7 @@ import (
 // redis.ParseURL("rediss://:password@host:port") acquires, a waiter of a
 // second semaphore (another client, as in another process) is woken by a
 // Release (pub/sub over TLS), and a wrong password is ErrUnavailable.
-// coretest keeps a plain port on loopback to see the server ready; the
+// servertest keeps a plain port on loopback to see the server ready; the
 // semaphores use only the TLS port.
 func TestTLSAndAuth(t *testing.T) {
 	const password = "s3cret-pw"
@@ -40,7 +40,7 @@ func TestTLSAndAuth(t *testing.T) {
 	ok(t, err)
 	tlsPort := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 	ok(t, l.Close())
-	coretest.StartRedis(t, "--requirepass", password, "--tls-port", tlsPort,
+	servertest.StartRedis(t, "--requirepass", password, "--tls-port", tlsPort,
 		"--tls-cert-file", filepath.Join(dir, "server.pem"),
 		"--tls-key-file", filepath.Join(dir, "server.key"),
 		"--tls-ca-cert-file", filepath.Join(dir, "ca.pem"),

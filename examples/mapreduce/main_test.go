@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/distsem/distsem/core/coretest"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 // TestMain lets the test binary act as the job's worker processes, as the
@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	coretest.Exit(m.Run())
+	servertest.Exit(m.Run())
 }
 
 // syncBuffer is a bytes.Buffer for the parent and the workers' stderr.
@@ -113,8 +113,8 @@ func TestEmbeddedWithoutLimit(t *testing.T) {
 }
 
 func TestPostgres(t *testing.T) {
-	dsn := coretest.PostgresDSN(t)
-	addr := coretest.RedisAddr(t)
+	dsn := servertest.PostgresDSN(t)
+	addr := servertest.RedisAddr(t)
 	id := fmt.Sprintf("%d_%d", os.Getpid(), time.Now().UnixNano())
 	s := runJob(t, "-driver", "pgx", "-dsn", dsn, "-redis", "redis://"+addr,
 		"-table", "mr_test_"+id, "-name", "mr-test-"+id,

@@ -1,4 +1,4 @@
-package coretest_test
+package servertest_test
 
 import (
 	"bufio"
@@ -17,20 +17,20 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
-	"github.com/distsem/distsem/core/coretest"
+	"github.com/distsem/distsem/internal/servertest"
 )
 
 // childEnv makes the test binary act as a process that starts the shared
 // servers, prints their addresses, and then exits in the way the value
 // names ("exit" or "hang", to be killed by the parent).
-const childEnv = "DISTSEM_CORETEST_CHILD"
+const childEnv = "DISTSEM_SERVERTEST_CHILD"
 
 func TestMain(m *testing.M) {
 	if how := os.Getenv(childEnv); how != "" {
 		os.Exit(child(how))
 	}
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
-		coretest.StopServers()
+		servertest.StopServers()
 		os.Exit(code)
 	}))
 }
@@ -39,9 +39,9 @@ func TestMain(m *testing.M) {
 // test binary does, and reports what it got on stdout.
 func child(how string) int {
 	var t fakeTB
-	fmt.Println("redis", coretest.RedisAddr(&t))
+	fmt.Println("redis", servertest.RedisAddr(&t))
 	if strings.Contains(how, "pg") {
-		fmt.Println("postgres", coretest.PostgresDSN(&t))
+		fmt.Println("postgres", servertest.PostgresDSN(&t))
 	}
 	fmt.Println("ready")
 	if strings.HasPrefix(how, "hang") {
@@ -59,7 +59,7 @@ func (*fakeTB) Fatalf(f string, a ...any) { fmt.Println("FATAL", fmt.Sprintf(f, 
 func (*fakeTB) Skipf(f string, a ...any)  { fmt.Println("SKIP", fmt.Sprintf(f, a...)); os.Exit(4) }
 
 func TestStartRedisKillRestart(t *testing.T) {
-	s := coretest.StartRedis(t, "--maxmemory", "10mb")
+	s := servertest.StartRedis(t, "--maxmemory", "10mb")
 	addr := s.Addr()
 	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 	defer c.Close()
@@ -99,11 +99,11 @@ func TestStartRedisKillRestart(t *testing.T) {
 	}
 }
 
-// DISTSEM_TEST_PORTS keeps the servers coretest starts in its range.
+// DISTSEM_TEST_PORTS keeps the servers servertest starts in its range.
 func TestStartRedisPortRange(t *testing.T) {
 	t.Setenv("DISTSEM_TEST_PORTS", "27400-27409")
 	for range 2 {
-		s := coretest.StartRedis(t)
+		s := servertest.StartRedis(t)
 		_, p, _ := net.SplitHostPort(s.Addr())
 		if port, err := strconv.Atoi(p); err != nil || port < 27400 || port > 27409 {
 			t.Fatalf("server on %s, want a port in 27400-27409", s.Addr())

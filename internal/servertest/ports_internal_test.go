@@ -1,4 +1,4 @@
-package coretest
+package servertest
 
 import (
 	"testing"

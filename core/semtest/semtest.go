@@ -1,15 +1,53 @@
-// Package semtest is distsem's conformance suite: the behaviour every
-// backend of core.Semaphore must share (tokens, FIFO, weights, limits,
-// Close, no leaks), runnable against any backend, in this module or in a
-// backend's own module (core/consul runs it against a real Consul agent).
+// Package semtest checks that an implementation of core.Semaphore behaves
+// as distsem's own backends do. It is for authors of a backend: call Run
+// from a test in the backend's package, and it runs the shared suite
+// against semaphores the backend makes, as testing/fstest does for file
+// systems. distsem runs the same suite on its in-process, Redis and Consul
+// backends.
 //
 //	func TestConformance(t *testing.T) {
 //		semtest.Run(t, semtest.Backend{Name: "mine", New: func(t *testing.T, limit int64) semtest.Sem {
-//			s := mine.New(client, "conf", limit)
+//			s := mine.New(client, t.Name(), limit)
 //			t.Cleanup(func() { _ = s.Close() })
 //			return s
 //		}})
 //	}
+//
+// The backend's semaphore must implement Sem: core.Semaphore plus Stats,
+// SetLimit and Close. Backend.New must return a new, empty semaphore each
+// time, sharing no state with any other, and fail the test when the
+// backend's server cannot be reached.
+//
+// The suite checks that:
+//
+//   - TryAcquire grants while permits are free and fails with
+//     core.ErrNoPermit once none are; the fencing tokens of successive
+//     grants strictly increase, also after a release;
+//   - waiters are granted in the order they queued (FIFO);
+//   - a heavy waiter at the head of the queue holds back lighter waiters
+//     behind it, and TryAcquire does not pass it either;
+//   - releasing a permit twice is harmless: the second Release returns nil
+//     and frees nothing;
+//   - a weight above the limit, a weight of zero or less, a lease TTL of
+//     1ms (below core's 100ms minimum), and SetLimit(0) fail at once with
+//     core.ErrInvalidArgument;
+//   - raising the limit with SetLimit admits waiters at once, lowering it
+//     below a waiter's weight fails that waiter with
+//     core.ErrInvalidArgument, and Stats reports the new limit;
+//   - Close fails the queued waiters and every later Acquire with
+//     core.ErrClosed;
+//   - under 16 goroutines acquiring and releasing, the weight held never
+//     exceeds the limit;
+//   - after each test, Stats shows no permit held and no caller waiting.
+//
+// The suite observes the queue through Stats, so Stats must count the
+// callers queued in Acquire. It polls Stats rather than sleeping, and
+// waits up to 10 seconds for a backend that cleans up after a cancelled or
+// closed waiter in the background. The tests run one after another, each
+// as a subtest of the test given to Run.
+//
+// The helpers Stats, Acquire, TryAcquire, WaitQueued and WantStats are
+// exported for a backend's own further tests.
 package semtest
 
 import (

@@ -1,4 +1,4 @@
-package coretest
+package servertest
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 )
 
 // envPorts names the range of loopback ports, "lo-hi" (both included), that
-// the servers coretest starts listen on. Unset, they take any free port.
+// the servers servertest starts listen on. Unset, they take any free port.
 // Tests of several programs that share a machine each get their own range.
 const envPorts = "DISTSEM_TEST_PORTS"
 
@@ -26,7 +26,7 @@ func portRange() (lo, hi int, err error) {
 	lo, err1 := strconv.Atoi(a)
 	hi, err2 := strconv.Atoi(b)
 	if err1 != nil || err2 != nil || lo <= 0 || hi < lo || hi > 65535 {
-		return 0, 0, fmt.Errorf("coretest: %s=%q: want lo-hi, two ports with lo <= hi", envPorts, v)
+		return 0, 0, fmt.Errorf("servertest: %s=%q: want lo-hi, two ports with lo <= hi", envPorts, v)
 	}
 	return lo, hi, nil
 }
@@ -84,7 +84,7 @@ func listenIn(lo, hi int) (net.Listener, error) {
 			}
 			l.Close()
 		}
-		return nil, fmt.Errorf("coretest: no free loopback port that is not reserved")
+		return nil, fmt.Errorf("servertest: no free loopback port that is not reserved")
 	}
 	// Each port once, in random order: a narrow range with most ports
 	// reserved still finds the free one.
@@ -97,5 +97,5 @@ func listenIn(lo, hi int) (net.Listener, error) {
 			return l, nil
 		}
 	}
-	return nil, fmt.Errorf("coretest: no free port in %s=%d-%d", envPorts, lo, hi)
+	return nil, fmt.Errorf("servertest: no free port in %s=%d-%d", envPorts, lo, hi)
 }

@@ -1,4 +1,4 @@
-package coretest
+package servertest
 
 import (
 	"context"
@@ -57,7 +57,7 @@ func StartSentinel(tb testing.TB) *SentinelSet {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if err := awaitSentinels(ctx, replica, sentinels); err != nil {
-		tb.Fatalf("coretest: starting Redis Sentinel: %v", err)
+		tb.Fatalf("servertest: starting Redis Sentinel: %v", err)
 	}
 	return s
 }
@@ -122,7 +122,7 @@ func StartCluster(tb testing.TB, masters, replicas int) *ClusterSet {
 	defer cancel()
 	all := c.procs
 	if err := formCluster(ctx, all[:masters]); err != nil {
-		tb.Fatalf("coretest: forming a Redis Cluster: %v", err)
+		tb.Fatalf("servertest: forming a Redis Cluster: %v", err)
 	}
 	for i, n := range all[masters:] {
 		m := all[i%masters]
@@ -146,7 +146,7 @@ func StartCluster(tb testing.TB, masters, replicas int) *ClusterSet {
 		}
 		nc.Close()
 		if err != nil {
-			tb.Fatalf("coretest: replica %s of %s: %v", n.addr(), m.addr(), err)
+			tb.Fatalf("servertest: replica %s of %s: %v", n.addr(), m.addr(), err)
 		}
 	}
 	want := "cluster_known_nodes:" + strconv.Itoa(len(all))
@@ -162,7 +162,7 @@ func StartCluster(tb testing.TB, masters, replicas int) *ClusterSet {
 		return true
 	})
 	if err != nil {
-		tb.Fatalf("coretest: cluster not ok: %v", err)
+		tb.Fatalf("servertest: cluster not ok: %v", err)
 	}
 	return c
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package coretest
+package servertest
 
 import (
 	"context"

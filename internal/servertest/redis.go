@@ -1,4 +1,4 @@
-package coretest
+package servertest
 
 import (
 	"errors"
@@ -58,7 +58,7 @@ func (s *RedisServer) Dir() string { return s.r.dir }
 // Kill sends SIGKILL to the server and returns once the process is gone:
 // connections to Addr are then refused, and open ones see EOF or a reset.
 // Killing a dead server does nothing. Its port stays reserved for Restart:
-// no server that coretest starts meanwhile takes it.
+// no server that servertest starts meanwhile takes it.
 func (s *RedisServer) Kill() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -79,7 +79,7 @@ func (s *RedisServer) signal(sig syscall.Signal) {
 		return
 	}
 	if err := s.r.p.signal(sig); err != nil {
-		s.tb.Errorf("coretest: signal redis-server: %v", err)
+		s.tb.Errorf("servertest: signal redis-server: %v", err)
 	}
 }
 
@@ -94,15 +94,15 @@ func (s *RedisServer) Restart() {
 	defer s.mu.Unlock()
 	s.r.kill()
 	if err := s.r.clearDir(); err != nil {
-		s.tb.Fatalf("coretest: restart redis-server: %v", err)
+		s.tb.Fatalf("servertest: restart redis-server: %v", err)
 	}
 	if err := s.r.start(); err != nil {
-		s.tb.Fatalf("coretest: restart redis-server on %s: %v", s.r.addr(), err)
+		s.tb.Fatalf("servertest: restart redis-server on %s: %v", s.r.addr(), err)
 	}
 }
 
 // Stop kills the server for good, removes its directory and frees its port
-// for the servers coretest starts later. Calling it again does nothing.
+// for the servers servertest starts later. Calling it again does nothing.
 // StartRedis registers it with tb.Cleanup.
 func (s *RedisServer) Stop() {
 	s.mu.Lock()

@@ -1,6 +1,7 @@
-// Package coretest holds helpers for tests of distsem and of code built on it.
-//
-// It finds, or starts, the real servers that tests run against.
+// Package servertest holds helpers for distsem's own tests, in this module
+// and in its nested modules. It finds, or starts, the real servers that
+// tests run against. It is test machinery, not part of the library's API;
+// the conformance suite for backends is the public package core/semtest.
 //
 // A test that needs a server calls RedisAddr, RedisClusterAddrs,
 // RedisSentinel or PostgresDSN. Each first reads its environment variable
@@ -26,10 +27,10 @@
 // StartRedis starts a private redis-server for a test that kills or
 // restarts it on purpose.
 //
-// DISTSEM_TEST_PORTS=lo-hi makes every server coretest starts listen on a
+// DISTSEM_TEST_PORTS=lo-hi makes every server servertest starts listen on a
 // port in that range (both ends included), for machines where several test
 // runs must keep apart; unset, any free port serves.
-package coretest
+package servertest
 
 import (
 	"errors"
@@ -103,7 +104,7 @@ func StopServers() {
 // Exit stops the servers (StopServers) and exits with code. It fits
 // goleak's hook, which runs after the leak check:
 //
-//	goleak.VerifyTestMain(m, goleak.Cleanup(coretest.Exit))
+//	goleak.VerifyTestMain(m, goleak.Cleanup(servertest.Exit))
 func Exit(code int) {
 	StopServers()
 	os.Exit(code)
@@ -151,7 +152,7 @@ func need(tb testing.TB, name string, l *lazy) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.stopped {
-		tb.Fatalf("coretest: %s is not set and StopServers was called", name)
+		tb.Fatalf("servertest: %s is not set and StopServers was called", name)
 	}
 	if !l.done {
 		l.done = true
@@ -168,10 +169,10 @@ func need(tb testing.TB, name string, l *lazy) string {
 func unavailable(tb testing.TB, what string, err error) {
 	tb.Helper()
 	if !errors.Is(err, errNotInstalled) {
-		tb.Fatalf("coretest: %s: could not start a server: %v", what, err)
+		tb.Fatalf("servertest: %s: could not start a server: %v", what, err)
 	}
 	if os.Getenv("CI") != "" {
-		tb.Fatalf("coretest: %s: %v, and CI is set: install it or give the server's address (see .ci/run)", what, err)
+		tb.Fatalf("servertest: %s: %v, and CI is set: install it or give the server's address (see .ci/run)", what, err)
 	}
-	tb.Skipf("coretest: %s: %v; install it or give the server's address (see .ci/run)", what, err)
+	tb.Skipf("servertest: %s: %v; install it or give the server's address (see .ci/run)", what, err)
 }

@@ -1,0 +1,45 @@
+#!/bin/bash
+# Compares distsem at two commits on one redis-server: the load driver
+# (bench/load, backend distsem) of OLD and of the checked-out tree, run
+# interleaved, repetition by repetition, so that both see the same machine.
+# Workloads: the uncontended acquire/release pair rate (1 process, 1
+# worker, no hold), the zero-hold burst (4 processes x 128 workers, limit
+# 8), and the hand-off utilization (limit 4, 4 processes x 8, 2 ms holds).
+# Prints the summary (median and range per workload, and new / old paired
+# by repetition). Run it on an idle machine, from anywhere:
+#   OLD=9b2ab16 bench/ab/run.sh             # about 6 minutes
+#   OLD=9b2ab16 REPS=7 OUT=/tmp/ab bench/ab/run.sh
+set -eu
+cd "$(dirname "$0")/.." # bench
+OLD=${OLD:?OLD must name the commit to compare with}
+REPS=${REPS:-5}
+PORT=${PORT:-6436}
+OUT=${OUT:-$(mktemp -d /tmp/distsem-ab.XXXXXX)}
+mkdir -p "$OUT"
+tmp=$(mktemp -d)
+git worktree add -q --detach "$tmp/old" "$OLD"
+(cd "$tmp/old/bench" && go build -o "$tmp/load_old" ./load)
+git worktree remove --force "$tmp/old"
+go build -o "$tmp/load_new" ./load
+redis-server --port "$PORT" --bind 127.0.0.1 --save '' --appendonly no --daemonize yes --pidfile "$tmp/redis.pid" >/dev/null
+for _ in $(seq 50); do [ -s "$tmp/redis.pid" ] && redis-cli -p "$PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
+PID=$(cat "$tmp/redis.pid")
+trap 'kill $PID; rm -rf "$tmp"' EXIT
+{ echo "old: $(git rev-parse --short "$OLD")  new: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- ../core || echo ' (with uncommitted changes)')"
+  uname -srm; grep -m1 'model name' /proc/cpuinfo; nproc; redis-server --version; go version; } > "$OUT/machine.txt"
+for rep in $(seq "$REPS"); do
+  for w in uncontended burst util-4p; do
+    case $w in
+      uncontended) args="-limit 1 -procs 1 -workers 1 -hold 0" d=4s ;;
+      burst) args="-limit 8 -procs 4 -workers 128 -hold 0" d=4s ;;
+      util-4p) args="-limit 4 -procs 4 -workers 32 -hold 2ms" d=5s ;;
+    esac
+    for v in old new; do
+      "$tmp/load_$v" -duration "$d" -results "$OUT/ab.jsonl" -redis "127.0.0.1:$PORT" -redis-pid "$PID" \
+        -label "$w-$v" -backend distsem -rep "$rep" $args > "$tmp/last.txt" 2>&1 || cat "$tmp/last.txt"
+    done
+  done
+done
+"$tmp/load_new" summarize "$OUT/ab.jsonl" > "$OUT/summary.md"
+cat "$OUT/machine.txt" "$OUT/summary.md"
+echo "data: $OUT"
