@@ -8,11 +8,13 @@
 #                                    # with main's field lists, with the state packed
 #   PART=loop bench/luacost/run.sh   # one round trip per script: the uncontended pair
 #                                    # rate of main, the floors, the seed and refsem
-#   PART=phases bench/luacost/run.sh # prefixes of lib.lua, acquire.lua and release.lua (the
-#                                    # line numbers are those of main at 25adde2)
+#   PART=phases bench/luacost/run.sh # prefixes of the prelude, acquire.lua and release.lua
+#                                    # (the cut lines date from main at 25adde2: check them)
 #   ROUNDS=21 N=2000 OUT=/tmp/x bench/luacost/run.sh
 #   BASE=/tmp/lua bench/luacost/run.sh  # adds "base": main's scripts as in /tmp/lua,
-#                                       # e.g. git archive <commit> core/lua | tar -x -C /tmp/b
+#                                       # e.g. git archive <commit> core/redissem/lua | tar -x -C /tmp/b
+#                                       # before core/redissem/lua/inline.lua; since, the scripts a
+#                                       # checkout's core writes (DISTSEM_LUA_OUT, see main)
 #
 # Only figures within one run compare: the machine may be shared.
 set -euo pipefail
@@ -23,7 +25,7 @@ N=${N:-2000}
 PART=${PART:-scripts}
 OUT=${OUT:-$(mktemp -d /tmp/luacost.XXXXXX)}
 mkdir -p "$OUT"
-L=${L:-../../core/lua}
+L=${L:-../../core/redissem/lua}
 # The fcall, vlocals and subset variants rewrite lib.lua as it was at
 # 25adde2 (FINDINGS.md); since the prelude's warm()/cold() split (session 8)
 # they no longer apply, so the default run leaves them out. LEGACY=1 runs
@@ -33,12 +35,17 @@ if [ -n "${LEGACY:-}" ]; then
   variants/lean/vlocals.py "$L" "$OUT/vl"
   variants/lean/drop.py "$L/lib.lua" "$OUT/lib_acq.lua" tombstone
 fi
-# main: the scripts as core sends them (core/scripts.go: the constants, the
-# fast paths, the prelude, the body); general: the same without the fast
-# paths. P is the prelude with its constants.
-P="$L/const.lua+$L/lib.lua"
-M="acq:$L/const.lua+$L/fast_acquire.lua+$L/lib.lua+$L/acquire.lua,rel:$L/const.lua+$L/fast_release.lua+$L/lib.lua+$L/release.lua"
-G="acq:$P+$L/acquire.lua,rel:$P+$L/release.lua"
+# main: the scripts as redissem sends them (core/redissem/scripts.go: the constants, the
+# clock, the state read, the fast paths, the prelude, the body, with
+# core/redissem/lua/inline.lua's expressions in place), written by a test of core/redissem;
+# general: the same without the fast paths. P is the prelude with its
+# constants and clock, B the bodies alone, expanded likewise.
+X=$OUT/core
+mkdir -p "$X"
+(cd ../../core/redissem && DISTSEM_LUA_OUT="$X" go test -count=1 -run '^TestScriptsInlined$' . >/dev/null)
+P="$X/prelude.lua"
+M="acq:$X/acquire.lua,rel:$X/release.lua"
+G="acq:$X/general_acquire.lua,rel:$X/general_release.lua"
 F=$OUT/variants.txt
 # Variants that several parts run: floor4 with and without TIME and
 # tombstones, the seed, and a script that only returns.
@@ -64,7 +71,11 @@ fcall_floor4=facq:variants/fcall/floor4.lua,frel:variants/fcall/floor4.lua
 V
   if [ -n "${BASE:-}" ]; then
     B=$BASE; C=""; [ -f "$B/const.lua" ] && C="$B/const.lua+"
-    echo "base=acq:$C$B/fast_acquire.lua+$B/lib.lua+$B/acquire.lua,rel:$C$B/fast_release.lua+$B/lib.lua+$B/release.lua" >> "$F"
+    if [ -f "$B/general_acquire.lua" ]; then
+      echo "base=acq:$B/acquire.lua,rel:$B/release.lua" >> "$F"
+    else
+      echo "base=acq:$C$B/fast_acquire.lua+$B/lib.lua+$B/acquire.lua,rel:$C$B/fast_release.lua+$B/lib.lua+$B/release.lua" >> "$F"
+    fi
   fi
   if [ -n "${LEGACY:-}" ]; then cat >> "$F" <<V
 fcall=facq:$OUT/fn.lua,frel:$OUT/fn.lua
@@ -112,14 +123,14 @@ phases)
   echo "main=$M" > "$F"
   echo "m_base=$M,acq:variants/micro/base.lua" >> "$F"
   for p in V:50 VF:172 all:351; do
-    { cat "$L/const.lua"; head -n "${p#*:}" "$L/lib.lua"; } > "$OUT/lib_${p%:*}.lua"; echo 'do return 1 end' >> "$OUT/lib_${p%:*}.lua"
+    head -n "${p#*:}" "$P" > "$OUT/lib_${p%:*}.lua"; echo 'do return 1 end' >> "$OUT/lib_${p%:*}.lua"
     echo "lib_${p%:*}=$M,acq:$OUT/lib_${p%:*}.lua" >> "$F"
   done
   for k in 13 14 15 16; do
-    ./cut.sh "$L/acquire.lua" $k "$OUT/acut$k.lua"; echo "acut$k=$M,acq:$P+$OUT/acut$k.lua" >> "$F"
+    ./cut.sh "$X/body_acquire.lua" $k "$OUT/acut$k.lua"; echo "acut$k=$M,acq:$P+$OUT/acut$k.lua" >> "$F"
   done
   for k in 7 8 9; do
-    ./cut.sh "$L/release.lua" $k "$OUT/rcut$k.lua"; echo "rcut$k=$M,rel:$P+$OUT/rcut$k.lua" >> "$F"
+    ./cut.sh "$X/body_release.lua" $k "$OUT/rcut$k.lua"; echo "rcut$k=$M,rel:$P+$OUT/rcut$k.lua" >> "$F"
   done
   ;;
 *) echo "PART is scripts, floors, loop, micro or phases" >&2; exit 2 ;;

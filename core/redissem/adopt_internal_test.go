@@ -42,7 +42,7 @@ func TestCrossProcessScriptsIdempotent(t *testing.T) {
 		t.Fatalf("stats after adopting twice: %+v, %v; want 2 in use", st, err)
 	}
 	for i, want := range []int64{1, tombReleasedID} {
-		r, err := s.run(ctx, scriptReleaseID, s.limit, nid, int64(5000))
+		r, err := s.run(ctx, scriptRelease, s.limit, nid, int64(5000), releaseByID)
 		if err != nil || r.code != want {
 			t.Fatalf("release id run %d: %+v, %v; want code %d", i+1, r, err, want)
 		}

@@ -37,13 +37,21 @@ func heldHolder(s *Semaphore, p *core.Permit) *holder {
 }
 
 // ScriptSources returns the acquire and release scripts with their fast
-// paths, or without them (the general code alone), with every read of
-// Redis TIME replaced by a read of the list clock (seconds, microseconds),
-// so that a test can run both on the same state at the same instant.
+// paths, or without them (the state read, then the general code), with
+// every read of Redis TIME replaced by a read of the list clock (seconds,
+// microseconds), so that a test can run both on the same state at the same
+// instant. With the fast paths, the general code starts with an ECHO, so
+// that a test can tell (INFO commandstats) which one answered.
 func ScriptSources(fast bool, clock string) (acquire, release string) {
-	acquire, release = scriptSource("", luaAcquire), scriptSource("", luaRelease)
+	src := func(fast, body string) string {
+		if fast != "" {
+			fast += "redis.call('ECHO', 'the general code runs')\n"
+		}
+		return inline(luaConst + luaHead + luaState + fast + luaLib + body)
+	}
+	acquire, release = src("", luaAcquire), src("", luaRelease)
 	if fast {
-		acquire, release = scriptSource(luaFastAcquire, luaAcquire), scriptSource(luaFastRelease, luaRelease)
+		acquire, release = src(luaFastAcquire, luaAcquire), src(luaFastRelease, luaRelease)
 	}
 	r := strings.NewReplacer("redis.call('TIME')", "redis.call('LRANGE', '"+clock+"', 0, 1)")
 	return r.Replace(acquire), r.Replace(release)

@@ -121,7 +121,7 @@ func (l *leased) beat(st *beatState) time.Duration {
 		}
 		return min(ttl/3, 100*time.Millisecond)
 	}
-	if r.code == 2 || r.epoch != st.epoch {
+	if r.code == shareNew || r.epoch != st.epoch {
 		if st.registered {
 			// Redis no longer had this process's entry (its lease ended,
 			// or a failover lost it) and gave a new epoch: the share that

@@ -11,12 +11,17 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The leased mode's one script: every decision about shares.
+// The leased mode's one script: every decision about shares, after the
+// constants that every script shares (lua/const.lua).
 var (
 	//go:embed lua/share.lua
 	luaShare    string
-	scriptShare = redis.NewScript(luaShare)
+	scriptShare = redis.NewScript(luaConst + luaShare)
 )
+
+// shareNew is share.lua's code for a process that had no entry (new,
+// expired or lost) and was given one anew, with a new epoch.
+const shareNew = 2
 
 // shareReply is the reply of share.lua.
 type shareReply struct {

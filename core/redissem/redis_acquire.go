@@ -41,7 +41,7 @@ func (s *Semaphore) take(ctx context.Context, try bool, a acquireSpec) (*holder,
 		switch {
 		case err != nil:
 			return nil, err
-		case r.code == 1:
+		case r.code == codeGranted:
 			return s.granted(ctx, id, a, r.value, r.nowUS, 0)
 		}
 		return nil, fmt.Errorf("%w: %q", core.ErrNoPermit, s.name)
@@ -82,13 +82,13 @@ func (s *Semaphore) wait(ctx context.Context, a acquireSpec) (h *holder, err err
 			return nil, err
 		}
 		r, err := s.runAcquire(ctx, w.id, a, false)
-		if err != nil || r.code == 1 {
+		if err != nil || r.code == codeGranted {
 			s.b.removeWaiter(w)
 		}
 		if err != nil {
 			return nil, err
 		}
-		if r.code == 1 {
+		if r.code == codeGranted {
 			return s.granted(ctx, w.id, a, r.value, r.nowUS, since(start))
 		}
 		s.b.queued(w, r.value)
@@ -120,11 +120,11 @@ func (s *Semaphore) wait(ctx context.Context, a acquireSpec) (h *holder, err err
 			n = <-w.ch
 		}
 		switch {
-		case n.token == -1:
+		case n.token == noteRejected:
 			return nil, invalid("weight %d exceeds the lowered limit of %q", a.weight, s.name)
-		case n.token == -2 && ctx.Err() != nil:
+		case n.token == noteEvicted && ctx.Err() != nil:
 			return nil, ctxError(ctx, s.name)
-		case n.token == -2:
+		case n.token == noteEvicted:
 			continue // evicted while alive: queue again
 		case n.token == noteClosed:
 			return nil, core.ErrClosed
@@ -182,9 +182,9 @@ func (s *Semaphore) runAcquire(ctx context.Context, id string, a acquireSpec, tr
 			return r, err
 		}
 		switch r.code {
-		case -1:
+		case codeTooHeavy:
 			return r, invalid("weight %d exceeds the limit %d of %q", a.weight, r.limit, s.name)
-		case -3:
+		case codeLate:
 			if ctx.Err() != nil {
 				return r, ctxError(ctx, s.name)
 			}
@@ -195,7 +195,7 @@ func (s *Semaphore) runAcquire(ctx context.Context, id string, a acquireSpec, tr
 				continue
 			}
 			return r, unavailable("acquire", s.name, errors.New("request reached Redis after its deadline"))
-		case -4:
+		case codeDone:
 			if s.b.isClosed() {
 				return r, core.ErrClosed
 			}
@@ -343,7 +343,7 @@ func (s *Semaphore) release(ctx context.Context, p *holder) error {
 		return err
 	}
 	s.b.cfg.observe(core.Event{Kind: core.EventReleased, Name: s.label, Weight: p.weight})
-	if code != 1 {
+	if code != codeGranted {
 		return fmt.Errorf("%w: %q token %d", core.ErrNotHeld, s.name, p.token)
 	}
 	return nil

@@ -21,14 +21,11 @@ import (
 var (
 	//go:embed lua/adopt.lua
 	luaAdopt string
-	//go:embed lua/release_id.lua
-	luaReleaseID string
 	//go:embed lua/set_lease.lua
 	luaSetLease string
 
-	scriptAdopt     = redis.NewScript(scriptSource("", luaAdopt))
-	scriptReleaseID = redis.NewScript(scriptSource("", luaReleaseID))
-	scriptSetLease  = redis.NewScript(scriptSource("", luaSetLease))
+	scriptAdopt    = redis.NewScript(scriptSource("", luaAdopt))
+	scriptSetLease = redis.NewScript(scriptSource("", luaSetLease))
 )
 
 // Tombstone codes of ids that crossed processes (see lua/lib.lua).
@@ -36,6 +33,10 @@ const (
 	tombAdopted    = 3 // the permit was adopted under a new id
 	tombReleasedID = 4 // the permit was released by ReleaseID
 )
+
+// releaseByID is release.lua's fifth argument for ReleaseID: release a
+// holder for whichever process holds it, never a queued waiter.
+const releaseByID = "1"
 
 // checkID returns an ErrInvalidArgument error unless id can be a permit
 // id: 1 to 64 bytes of [A-Za-z0-9._-] (the ids this package makes).
@@ -98,13 +99,13 @@ func (s *Semaphore) Adopt(ctx context.Context, id string) (*core.Permit, error) 
 			return nil, err
 		}
 		switch {
-		case r.value == 1 && len(r.lost) == 1:
+		case r.value == codeGranted && len(r.lost) == 1:
 			return s.adopted(ctx, nid, r.lost[0], ttl, sent)
-		case r.value == 0:
+		case r.value == codeNone:
 			return nil, fmt.Errorf("%w: %q has no permit %q", core.ErrNotHeld, s.name, id)
-		case r.value == -3 && attempt == 0 && ctx.Err() == nil:
+		case r.value == codeLate && attempt == 0 && ctx.Err() == nil:
 			continue // the clock estimate was off; corrected from this reply
-		case r.value == -4 && s.b.isClosed():
+		case r.value == codeDone && s.b.isClosed():
 			return nil, core.ErrClosed
 		}
 		return nil, unavailable("adopt", s.name, fmt.Errorf("script answered %d", r.value))
@@ -159,13 +160,13 @@ func (s *Semaphore) ReleaseID(ctx context.Context, id string) error {
 	if err := checkID(id); err != nil {
 		return err
 	}
-	r, err := s.run(ctx, scriptReleaseID, s.limit, id, s.b.tombTTL(s.b.cfg.leaseTTL))
+	r, err := s.run(ctx, scriptRelease, s.limit, id, s.b.tombTTL(s.b.cfg.leaseTTL), releaseByID)
 	if err != nil {
 		err = unavailable("release id", s.name, err)
 		s.b.report(s.label, err)
 		return err
 	}
-	if r.code != 1 && r.code != tombReleasedID {
+	if r.code != codeGranted && r.code != tombReleasedID {
 		return fmt.Errorf("%w: %q has no permit %q", core.ErrNotHeld, s.name, id)
 	}
 	return nil
@@ -190,7 +191,7 @@ func (s *Semaphore) setLease(ctx context.Context, p *holder, ttl time.Duration) 
 	b.mu.Lock()
 	if t := b.sems[s]; t != nil {
 		if tracked(t, p) {
-			if err == nil && r.code == 1 {
+			if err == nil && r.code == codeGranted {
 				t.held[p] = sent.Add(ttl)
 			}
 			t.nextBeat = time.Time{}
@@ -205,7 +206,7 @@ func (s *Semaphore) setLease(ctx context.Context, p *holder, ttl time.Duration) 
 		err = unavailable("set lease", s.name, err)
 		s.b.report(s.label, err)
 		return err
-	case r.code != 1:
+	case r.code != codeGranted:
 		return fmt.Errorf("%w: %q token %d: lease lost", core.ErrNotHeld, s.name, p.token)
 	}
 	return nil

@@ -187,7 +187,7 @@ func (b *redisBackend) heartbeatOnce(s *Semaphore, held []*holder, waiting []*re
 	// takes), or a waiter dropped from the queue: pub/sub did not deliver,
 	// so the subscription may be on the wrong node.
 	for _, n := range r.notes {
-		if n.token == -2 || n.token > 0 && n.grantUS < r.nowUS-lateNoteUS {
+		if n.token == noteEvicted || n.token > 0 && n.grantUS < r.nowUS-lateNoteUS {
 			b.resubscribe(nil)
 			break
 		}

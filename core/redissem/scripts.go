@@ -10,14 +10,22 @@ import (
 )
 
 // Every decision is one Lua script: the constants (lua/const.lua), the
-// shared prelude (lua/lib.lua) and the script's own body. go-redis runs them
-// with EVALSHA and falls back to EVAL when the server does not have the
-// script yet. The two scripts of the busy path have their fast paths
+// clock (lua/head.lua), the shared prelude (lua/lib.lua) and the script's
+// own body. go-redis runs them with EVALSHA and falls back to EVAL when the
+// server does not have the script yet. The two scripts of the busy path
+// read their state first (lua/state.lua) and have fast paths
 // (lua/fast_*.lua) before the prelude, which return before it runs in the
-// common cases.
+// common cases. The expressions that the fast paths and the prelude share
+// are written once, in lua/inline.lua, and put in place by inline.
 var (
 	//go:embed lua/const.lua
 	luaConst string
+	//go:embed lua/head.lua
+	luaHead string
+	//go:embed lua/state.lua
+	luaState string
+	//go:embed lua/inline.lua
+	luaInline string
 	//go:embed lua/lib.lua
 	luaLib string
 	//go:embed lua/fast_acquire.lua
@@ -37,6 +45,8 @@ var (
 	//go:embed lua/rights.lua
 	luaRights string
 
+	luaMacros = parseMacros(luaInline)
+
 	scriptRights    = redis.NewScript(luaRights)
 	scriptAcquire   = redis.NewScript(scriptSource(luaFastAcquire, luaAcquire))
 	scriptRelease   = redis.NewScript(scriptSource(luaFastRelease, luaRelease))
@@ -45,10 +55,14 @@ var (
 	scriptStats     = redis.NewScript(scriptSource("", luaStats))
 )
 
-// scriptSource is a script's text: the constants, its fast paths (if any),
-// the prelude and its body.
+// scriptSource is a script's text: the constants, the clock, with fast
+// paths the state read and the fast paths, then the prelude and the body,
+// with inline.lua's expressions in place.
 func scriptSource(fast, body string) string {
-	return luaConst + fast + luaLib + body
+	if fast == "" {
+		return inline(luaConst + luaHead + luaLib + body)
+	}
+	return inline(luaConst + luaHead + luaState + fast + luaLib + body)
 }
 
 // reply is the common shape {code, value, limit, notes, now_us[, again[, deaf]]}
@@ -63,8 +77,25 @@ type reply struct {
 	notes                     []grantNote
 }
 
-// grantNote is a grant (token > 0), a rejection (-1: heavier than the
-// limit) or an eviction (-2: no longer queued) for one waiter.
+// The codes of the scripts' replies: reply.code of acquire.lua and
+// release.lua, reply.value of adopt.lua.
+const (
+	codeNone     = 0  // acquire: no permit (TryAcquire); release: not held; adopt: not held
+	codeGranted  = 1  // acquire: granted; release: released; adopt: adopted
+	codeQueued   = 2  // acquire: queued; release: taken out of the queue
+	codeTooHeavy = -1 // acquire: the weight exceeds the limit
+	codeLate     = -3 // the request reached Redis after its deadline
+	codeDone     = -4 // the id was released already: a late copy of its request
+)
+
+// The tokens of grant notes that are not grants.
+const (
+	noteRejected = -1 // heavier than the limit, lowered since it queued
+	noteEvicted  = -2 // no longer queued
+)
+
+// grantNote is a grant (token > 0), a rejection (noteRejected) or an
+// eviction (noteEvicted) for one waiter.
 type grantNote struct {
 	id      string
 	token   int64

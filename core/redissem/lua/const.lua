@@ -1,5 +1,6 @@
 -- Constants of every distsem script: core/scripts.go puts this file first,
--- before the fast paths (fast_*.lua) and the prelude (lib.lua).
+-- before the fast paths (fast_*.lua) and the prelude (lib.lua), and
+-- core/leased_script.go before share.lua.
 local GRACE = 60000   -- keys outlive the last lease or waiter by this much
 local SLACK = 100     -- dead waiters and tombstones go at most SLACK ms late
 local SENTINEL = 9007199254740992 -- 2^53, above every end and sequence

@@ -5,19 +5,15 @@
 -- runs instead, if any of them is not a plain grant (it does not fit, is
 -- heavier than the limit, is malformed, or nobody listens for it).
 do
-  local S, T, W, id, mychan = KEYS[1], KEYS[2], KEYS[3], ARGV[3], ARGV[2]
-  local t = redis.call('TIME')
-  local m = redis.call('HMGET', S, 'limit', 'used', 'tok', 'exp', 'minl', 'mine', 'hn', 'qn', 'xn', '#' .. id)
-  local limit, exp, minl, mine, cur = tonumber(m[1]), tonumber(m[4]), tonumber(m[5]), tonumber(m[6]), m[10]
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  if limit and exp and minl and mine and cur and now < minl and now < mine and string.sub(cur, 1, 1) == 'h' then
-    local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
-    local used0, tok0, hn0, qn0 = tonumber(m[2]) or 0, tonumber(m[3]) or 0, tonumber(m[7]) or 0, tonumber(m[8]) or 0
-    local used, tok, hn, qn = used0 - tonumber(string.match(cur, '^h(%d+):')), tok0, hn0 - 1, qn0
-    -- The tombstone (F.tombstone, code 1).
+  local S, T, W, id, mychan, m = KEYS[1], KEYS[2], KEYS[3], ARGV[3], ARGV[2], state
+  local limit, exp, minl, mine, cur = tonumber(m[1]), tonumber(m[4]), tonumber(m[5]), tonumber(m[6]), m[11]
+  if limit and exp and minl and mine and cur and NONE_DUE(now, minl, mine) and string.sub(cur, 1, 1) == 'h' then
+    local used0, tok0, hn0, qn0 = tonumber(m[2]) or 0, tonumber(m[3]) or 0, tonumber(m[8]) or 0, tonumber(m[9]) or 0
+    local used, tok, hn, qn = used0 - WEIGHT(cur), tok0, hn0 - 1, qn0
+    -- The tombstone (F.tombstone, code 1, or 4: released by id).
     local at = now + (tonumber(ARGV[4]) or 10000)
     local latest, nminl, nmine = at, minl, math.min(mine, at)
-    local set = {'xn', (tonumber(m[9]) or 0) + 1, '#' .. id, 'x1'}
+    local set = {'xn', (tonumber(m[10]) or 0) + 1, '#' .. id, ARGV[5] == '1' and 'x4' or 'x1'}
     local tz = {OFF + at, id}
     local popped, notes, ok = nil, nil, true
     -- F.grant and F.grant_head, for plain grants only.
@@ -32,50 +28,39 @@ do
       popped = popped or {}
       popped[#popped + 1] = h[2]
       popped[#popped + 1] = mem
-      local pw, pttl, check, n, rest = string.match(mem, '^(%d+):(%d+):(%d):(%d+):(.*)$')
+      local pw, pttl, check, n, rest = MEMBER_PARTS(mem)
       pw = tonumber(pw)
       if not pw or pw > limit or used + pw > limit then ok = false; break end
       n = tonumber(n)
       local ch, wid = string.sub(rest, 1, n), string.sub(rest, n + 1)
-      if ch ~= mychan and check ~= '0' then
-        local l
-        if string.find(ch, '{', 1, true) then l = redis.call('PUBSUB', 'SHARDNUMSUB', ch)
-        else l = redis.call('PUBSUB', 'NUMSUB', ch) end
-        if l[2] == 0 then ok = false; break end
-      end
+      if ch ~= mychan and check ~= '0' and LISTENERS(ch) == 0 then ok = false; break end
       used, hn, qn = used + pw, hn + 1, qn - 1
-      tok = math.max(tok + 1, now_us)
+      tok = NEXT_TOKEN(tok, now_us)
       local lat = now + tonumber(pttl)
       if lat > latest then latest = lat end
       if lat < nminl then nminl = lat end
       tz[#tz + 1] = lat
       tz[#tz + 1] = wid
       set[#set + 1] = '#' .. wid
-      set[#set + 1] = string.format('h%d:%d:%d', pw, tok, now_us)
+      set[#set + 1] = HOLDER(pw, tok, now_us)
       notes = notes or {}
       local l = notes[ch]
       if not l then l = {}; notes[ch] = l end
-      l[#l + 1] = wid .. ':' .. string.format('%d', tok) .. ':' .. string.format('%d', now_us)
+      l[#l + 1] = NOTE(wid, tok, now_us)
     end
-    if ok and latest + GRACE / 2 <= exp then -- no refresh
+    if ok and not NEAR_EXPIRY(latest, exp) then
       if used ~= used0 then set[#set + 1] = 'used'; set[#set + 1] = used end
-      if tok ~= tok0 then set[#set + 1] = 'tok'; set[#set + 1] = tok >= 1e14 and string.format('%d', tok) or tok end
+      if tok ~= tok0 then set[#set + 1] = 'tok'; set[#set + 1] = NUM(tok) end
       if hn ~= hn0 then set[#set + 1] = 'hn'; set[#set + 1] = hn end
       if qn ~= qn0 then set[#set + 1] = 'qn'; set[#set + 1] = qn end
-      if nminl ~= minl then set[#set + 1] = 'minl'; set[#set + 1] = nminl >= 1e14 and string.format('%d', nminl) or nminl end
-      if nmine ~= mine then set[#set + 1] = 'mine'; set[#set + 1] = nmine >= 1e14 and string.format('%d', nmine) or nmine end
+      if nminl ~= minl then set[#set + 1] = 'minl'; set[#set + 1] = NUM(nminl) end
+      if nmine ~= mine then set[#set + 1] = 'mine'; set[#set + 1] = NUM(nmine) end
       redis.call('HSET', S, unpack(set))
       redis.call('ZADD', T, unpack(tz))
       local mine_notes = {}
       if notes then
         for ch, l in pairs(notes) do
-          if ch == mychan then
-            mine_notes = l
-          elseif string.find(ch, '{', 1, true) then
-            redis.call('SPUBLISH', ch, table.concat(l, ','))
-          else
-            redis.call('PUBLISH', ch, table.concat(l, ','))
-          end
+          if ch == mychan then mine_notes = l else PUBLISH(ch, table.concat(l, ',')) end
         end
       end
       return {1, 0, limit, mine_notes, now_us}

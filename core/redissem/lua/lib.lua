@@ -1,7 +1,8 @@
 -- Shared prelude of every distsem script (core/scripts.go prepends it, after
--- const.lua; the acquire and release scripts start with their fast paths,
--- fast_*.lua, which make the same writes as this code in the common cases,
--- without it).
+-- const.lua and head.lua; the acquire and release scripts then read their
+-- state (state.lua) and run their fast paths, fast_*.lua, which make the
+-- same writes as this code in the common cases, without it). The
+-- expressions in upper case are inline.lua's, written once for both.
 -- KEYS, all under one hash tag:
 --   1 S  hash: the state: limit, used and hn (the holders' weights and
 --        number), qn and xn (the numbers of waiters and tombstones), tok
@@ -40,12 +41,9 @@
 -- are made on every run: the others are made by cold() when a script first
 -- asks F for one of them.
 -- ARGV[1] is the caller's configured limit, ARGV[2] its notification channel.
-local t = redis.call('TIME')
 local V = {
   S = KEYS[1], T = KEYS[2], W = KEYS[3], P = KEYS[4],
-  mychan = ARGV[2],
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000),
-  now_us = tonumber(t[1]) * 1000000 + tonumber(t[2]),
+  mychan = ARGV[2], now = now, now_us = now_us,
   fresh = false, latest = 0, pend = {}, order = {}, tz = {},
   -- Every field that start() sets, here too: a table that grows rehashes.
   limit = 0, used = 0, tok = 0, exp = 0, minl = 0, mine = 0, qseq = 0,
@@ -61,15 +59,16 @@ local COUNTERS = {'used', 'tok', 'exp', 'minl', 'mine', 'qseq', 'hn', 'qn', 'xn'
 
 -- The busy path: start, get, put, purge, hold, tombstone, grant, finish.
 
--- start reads the state, and the field of id if given; a semaphore without
--- state is created with the pinned limit, or the caller's.
+-- start reads the state, and the field of id if given (as state.lua read
+-- it already, for id ARGV[3], in the scripts with fast paths); a semaphore
+-- without state is created with the pinned limit, or the caller's.
 function F.start(id)
-  local m
+  local m = state
   if id then
-    m = redis.call('HMGET', V.S, 'limit', 'used', 'tok', 'exp', 'minl', 'mine', 'qseq', 'hn', 'qn', 'xn', '#' .. id)
+    m = m or redis.call('HMGET', V.S, STATE_FIELDS(), '#' .. id)
     V.cache = {['#' .. id] = m[11] or false}
   else
-    m = redis.call('HMGET', V.S, 'limit', 'used', 'tok', 'exp', 'minl', 'mine', 'qseq', 'hn', 'qn', 'xn')
+    m = redis.call('HMGET', V.S, STATE_FIELDS())
     V.cache = {}
   end
   for i = 2, 10 do m[i] = tonumber(m[i]) or 0 end
@@ -111,17 +110,17 @@ end
 -- purge drops expired holders (their permits come back) as soon as their
 -- lease ends, and dead waiters and old tombstones at most SLACK ms late.
 function F.purge()
-  if V.now >= V.minl or V.now >= V.mine then F.reap() end
+  if not NONE_DUE(V.now, V.minl, V.mine) then F.reap() end
 end
 
 function F.hold(id, w, ttl)
   V.used, V.hn = V.used + w, V.hn + 1
-  V.tok = math.max(V.tok + 1, V.now_us)
+  V.tok = NEXT_TOKEN(V.tok, V.now_us)
   local at = V.now + ttl
   if at > V.latest then V.latest = at end
   if at < V.minl then V.minl = at end
   F.tadd(at, id)
-  F.put('#' .. id, string.format('h%d:%d:%d', w, V.tok, V.now_us))
+  F.put('#' .. id, HOLDER(w, V.tok, V.now_us))
   return V.tok
 end
 
@@ -161,14 +160,14 @@ end
 -- one ZADD, extends the keys' expiry when needed, publishes the grants of
 -- other processes and returns those of the caller's process.
 function F.finish()
-  local refresh = V.fresh or V.latest + GRACE / 2 > V.exp
+  local refresh = V.fresh or NEAR_EXPIRY(V.latest, V.exp)
   if refresh then V.exp = math.max(V.latest, V.now) + GRACE end
   local set, del, order, pend, o = {}, nil, V.order, V.pend, V.o
   for i = 1, 9 do
     local v = V[COUNTERS[i]]
     if v ~= o[i + 1] then
       set[#set + 1] = COUNTERS[i]
-      set[#set + 1] = v >= 1e14 and string.format('%d', v) or v
+      set[#set + 1] = NUM(v)
     end
   end
   for i = 1, #order do
@@ -196,9 +195,6 @@ end
 -- script first asks F for one of its functions, the rest after it.
 local function warm()
 
--- Lua 5.1 prints large numbers in exponent form: format integers exactly.
-function F.int(x) return string.format('%d', x) end
-
 -- publish sends the notes of other processes and returns the caller's.
 function F.publish()
   local mine = {}
@@ -206,8 +202,7 @@ function F.publish()
     if ch == V.mychan then
       mine = l
     else
-      local msg = table.concat(l, ',')
-      if F.is_shard(ch) then redis.call('SPUBLISH', ch, msg) else redis.call('PUBLISH', ch, msg) end
+      PUBLISH(ch, table.concat(l, ','))
     end
   end
   return mine
@@ -219,7 +214,7 @@ function F.note(ch, id, tk, at)
   V.notes = V.notes or {}
   local l = V.notes[ch]
   if not l then l = {}; V.notes[ch] = l end
-  l[#l + 1] = id .. ':' .. F.int(tk) .. ':' .. F.int(at or V.now_us)
+  l[#l + 1] = NOTE(id, tk, at or V.now_us)
 end
 
 -- lease_end and e_end record a new lease end, or a new waiter or tombstone
@@ -238,18 +233,13 @@ function F.e_end(at)
   return at
 end
 
--- A waiter stays queued for 2/3 of its lease TTL after each heartbeat (sent
--- every TTL/3), so a dead process's waiters always leave the queue before
--- the leases renewed by its last heartbeat end.
-function F.alive(ttl) return F.e_end(V.now + math.floor(ttl * 2 / 3)) end
+-- alive records the end of a waiter's liveness (ALIVE).
+function F.alive(ttl) return F.e_end(ALIVE(V.now, ttl)) end
 
--- member is W's member for waiter id; parse splits one into weight, ttl,
--- check, channel and id.
-function F.member(id, w, ttl, check, ch)
-  return string.format('%d:%d:%s:%d:', w, ttl, check, #ch) .. ch .. id
-end
+-- parse splits W's member m (MEMBER) into weight, ttl, check, channel and
+-- id.
 function F.parse(m)
-  local w, ttl, check, n, rest = string.match(m, '^(%d+):(%d+):(%d):(%d+):(.*)$')
+  local w, ttl, check, n, rest = MEMBER_PARTS(m)
   if not w then return nil end
   n = tonumber(n)
   return tonumber(w), tonumber(ttl), check, string.sub(rest, 1, n), string.sub(rest, n + 1)
@@ -257,7 +247,7 @@ end
 
 -- queue puts waiter id at the tail.
 function F.queue(id, w, ttl, check)
-  local m = F.member(id, w, ttl, check, V.mychan)
+  local m = MEMBER(id, w, ttl, check, V.mychan)
   V.qseq, V.qn = V.qseq + 1, V.qn + 1
   redis.call('ZADD', V.W, V.qseq, m)
   F.tadd(OFF + F.alive(ttl), id)
@@ -296,21 +286,11 @@ function F.grant_head(m, seq)
   end
 end
 
--- is_shard reports whether ch is a Cluster shard channel (it carries the
--- semaphore's hash tag, so it lives in the semaphore's slot).
-function F.is_shard(ch) return string.find(ch, '{', 1, true) ~= nil end
-
 -- listeners returns how many clients of this server listen on ch.
-function F.listeners(ch)
-  if F.is_shard(ch) then return redis.call('PUBSUB', 'SHARDNUMSUB', ch)[2] end
-  return redis.call('PUBSUB', 'NUMSUB', ch)[2]
-end
+function F.listeners(ch) return LISTENERS(ch) end
 
 -- Milliseconds until purge() would reap the earliest lease, or -1 if none.
-function F.next_expiry()
-  if V.minl >= SENTINEL then return -1 end
-  return math.max(V.minl - V.now, 0)
-end
+function F.next_expiry() return NEXT_EXPIRY(V.minl, V.now) end
 
 end -- warm
 
@@ -333,7 +313,7 @@ function F.expire()
   for _, k in ipairs({V.S, V.T, V.W}) do redis.call('PEXPIREAT', k, V.exp) end
 end
 
-function F.weight_of(info) return tonumber(string.match(info, '^h(%d+):')) end
+function F.weight_of(info) return WEIGHT(info) end
 
 function F.is_tomb(v) return v and string.sub(v, 1, 1) == 'x' end
 

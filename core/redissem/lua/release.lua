@@ -1,10 +1,17 @@
--- ARGV: limit, channel, id, tomb_ms. Releases a holder, or takes a waiter
--- out of the queue (a cancelled Acquire; if the grant raced the cancel, the
--- permit is released and passed on), and leaves a tombstone for tomb_ms.
--- Returns {code, 0, limit, notes}: code 1 released, 2 left the queue, 0
--- unknown (lease expired or never held). Idempotent: a repeated run finds
--- the tombstone and returns the first run's code, and a sixth element 1.
-local id, ttl = ARGV[3], tonumber(ARGV[4]) or 10000
+-- ARGV: limit, channel, id, tomb_ms[, by_id]. Leaves a tombstone for
+-- tomb_ms, and passes a released permit on to the head of the queue.
+--   by_id absent or '0' (Release, a cancelled Acquire): releases a holder, or
+--   takes a waiter out of the queue (if the grant raced the cancel, the
+--   permit is released and passed on). Returns {code, 0, limit, notes,
+--   now_us}: code 1 released, 2 left the queue, 0 unknown (lease expired or
+--   never held); the tombstone has the same code.
+--   by_id '1' (Redis.ReleaseID): releases holder id for whichever process
+--   holds it, and never touches a queued waiter. Returns code 1 released
+--   (tombstone 4: released by id), 0 not held (and changes nothing).
+-- Idempotent: a repeated run finds the tombstone and returns its code (1 or
+-- 2 as above, 4: released by an earlier ReleaseID, 3: adopted away) and a
+-- sixth element 1.
+local id, ttl, by_id = ARGV[3], tonumber(ARGV[4]) or 10000, ARGV[5] == '1'
 F.start(id)
 F.purge()
 local code = 0
@@ -13,13 +20,15 @@ local kind = cur and string.sub(cur, 1, 1)
 if kind == 'x' then
   return {tonumber(string.sub(cur, 2)), 0, V.limit, F.finish(), V.now_us, 1}
 elseif kind == 'h' then
-  V.used, V.hn = V.used - tonumber(string.match(cur, '^h(%d+):')), V.hn - 1
+  V.used, V.hn = V.used - WEIGHT(cur), V.hn - 1
   code = 1
+elseif by_id then
+  return {0, 0, V.limit, F.finish(), V.now_us}
 elseif kind == 'q' then
   F.unqueue(id, cur)
   code = 2
 end
 -- The tombstone's end replaces the lease's (or the waiter's) in T.
-F.tombstone(id, code, ttl)
+F.tombstone(id, by_id and 4 or code, ttl)
 F.grant()
 return {code, 0, V.limit, F.finish(), V.now_us}

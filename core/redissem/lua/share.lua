@@ -1,6 +1,7 @@
 -- Leased shares (WithLeasedShares): every decision about the shares of one
--- semaphore. Standalone: it does not use lib.lua nor the keys of the
--- default mode. KEYS (under the semaphore's hash tag):
+-- semaphore. core/leased_script.go puts const.lua first (for GRACE); it
+-- does not use lib.lua nor the keys of the default mode. KEYS (under the
+-- semaphore's hash tag):
 --   1 S  hash: limit, epoch (last share epoch issued), pinned (SetLimit),
 --            and per process 'p:' .. pid ->
 --            "share:demand:inuse:waiting:need:exp:epoch"
@@ -25,7 +26,6 @@ local S = KEYS[1]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local GRACE = 60000
 
 local pid, op = ARGV[2], ARGV[3]
 local demand, keep, inuse = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
