@@ -1,7 +1,6 @@
 package core_test
 
 import (
-	"context"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -19,22 +18,6 @@ func ok(t *testing.T, err error) {
 	}
 }
 
-// keyedOne is one key of a keyed semaphore, seen as a semaphore.
-type keyedOne struct {
-	k   *core.Keyed
-	key string
-}
-
-func (s keyedOne) Acquire(ctx context.Context, o ...core.AcquireOption) (*core.Permit, error) {
-	return s.k.Acquire(ctx, s.key, o...)
-}
-func (s keyedOne) TryAcquire(ctx context.Context, o ...core.AcquireOption) (*core.Permit, error) {
-	return s.k.TryAcquire(ctx, s.key, o...)
-}
-func (s keyedOne) Stats(ctx context.Context) (core.Stats, error) { return s.k.Stats(ctx, s.key) }
-func (s keyedOne) SetLimit(ctx context.Context, n int64) error   { return s.k.SetLimit(ctx, s.key, n) }
-func (s keyedOne) Close() error                                  { return s.k.Close() }
-
 // TestConformance runs the conformance suite on the in-process semaphore,
 // plain, keyed, and behind the reentrant wrapper.
 func TestConformance(t *testing.T) {
@@ -47,7 +30,7 @@ func TestConformance(t *testing.T) {
 		{Name: "local-keyed", New: func(t *testing.T, limit int64) semtest.Sem {
 			k := core.NewLocalKeyed(limit)
 			t.Cleanup(func() { _ = k.Close() })
-			return keyedOne{k, "GET /reports"}
+			return semtest.OneKey(k, "GET /reports")
 		}},
 	} {
 		t.Run(b.Name, func(t *testing.T) { semtest.Run(t, b) })

@@ -20,27 +20,11 @@ func newKeyed(t *testing.T, def int64, opts ...core.Option) *core.Keyed {
 	return k
 }
 
-// keyedOne is one key of a keyed semaphore, seen as a semaphore.
-type keyedOne struct {
-	k   *core.Keyed
-	key string
-}
-
-func (s keyedOne) Acquire(ctx context.Context, o ...core.AcquireOption) (*core.Permit, error) {
-	return s.k.Acquire(ctx, s.key, o...)
-}
-func (s keyedOne) TryAcquire(ctx context.Context, o ...core.AcquireOption) (*core.Permit, error) {
-	return s.k.TryAcquire(ctx, s.key, o...)
-}
-func (s keyedOne) Stats(ctx context.Context) (core.Stats, error) { return s.k.Stats(ctx, s.key) }
-func (s keyedOne) SetLimit(ctx context.Context, n int64) error   { return s.k.SetLimit(ctx, s.key, n) }
-func (s keyedOne) Close() error                                  { return s.k.Close() }
-
 // TestKeyedConformance runs core's conformance suite on one key of a keyed
 // Consul semaphore whose key holds '/' and so is stored hashed.
 func TestKeyedConformance(t *testing.T) {
 	semtest.Run(t, semtest.Backend{Name: "consul-keyed", New: func(t *testing.T, limit int64) semtest.Sem {
-		return keyedOne{newKeyed(t, limit), "GET /reports"}
+		return semtest.OneKey(newKeyed(t, limit), "GET /reports")
 	}})
 }
 

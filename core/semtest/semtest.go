@@ -165,3 +165,24 @@ func WantStats(t *testing.T, s Sem, inUse, waiting int64) {
 		}
 	}
 }
+
+// OneKey returns the semaphore of key in k seen as a Sem, so that Run can
+// check a keyed semaphore one key at a time. Its Close closes k.
+func OneKey(k *core.Keyed, key string) Sem { return oneKey{k, key} }
+
+type oneKey struct {
+	k   *core.Keyed
+	key string
+}
+
+func (s oneKey) Acquire(ctx context.Context, o ...core.AcquireOption) (*core.Permit, error) {
+	return s.k.Acquire(ctx, s.key, o...)
+}
+
+func (s oneKey) TryAcquire(ctx context.Context, o ...core.AcquireOption) (*core.Permit, error) {
+	return s.k.TryAcquire(ctx, s.key, o...)
+}
+
+func (s oneKey) Stats(ctx context.Context) (core.Stats, error) { return s.k.Stats(ctx, s.key) }
+func (s oneKey) SetLimit(ctx context.Context, n int64) error   { return s.k.SetLimit(ctx, s.key, n) }
+func (s oneKey) Close() error                                  { return s.k.Close() }
