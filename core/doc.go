@@ -17,10 +17,7 @@
 //
 // The network backends live in their own packages: core/redissem (Redis:
 // standalone, Sentinel, Cluster; a quorum of masters) and core/consul (in
-// a module of its own). A backend of one's own implements Semaphore with
-// the extension point in backend.go (NewPermit, NewKeyed,
-// ResolveOptions), and checks itself with the conformance suite of
-// core/semtest.
+// a module of its own).
 //
 //	sem := core.NewLocal(8)
 //	p, err := sem.Acquire(ctx) // FIFO; ends with ctx
@@ -41,6 +38,19 @@
 // programmer errors, with a message that starts with the package's name:
 // a nil client, a limit outside [1, MaxLimit], a bad name, a bad option or
 // one the constructor cannot honour (see Option).
+//
+// # Writing a backend
+//
+// A backend outside this package builds on a few names that users of a
+// backend never need: NewPermit (with Grant, Releaser and LeaseSetter)
+// makes the permits it hands out; ResolveOptions (BackendConfig) and
+// ResolveAcquire (AcquireSpec) read the options; WaitError is the error of
+// a wait that ctx ended; NewKeyed (Key, LimitSemaphore) makes its keyed
+// semaphore; Share is the in-process side of a backend that leases shares
+// of a limit; FailurePolicy's Open and LocalLimit say what the policy
+// grants. core/redissem and core/consul are built on these and on the API
+// above, with no access to core's internals; core/semtest is the
+// conformance suite that checks a backend.
 //
 // # Untrusted input
 //
