@@ -38,6 +38,9 @@
 //     core.ErrClosed;
 //   - under 16 goroutines acquiring and releasing, the weight held never
 //     exceeds the limit;
+//   - core.Reentrant over the backend nests an Acquire whose ctx holds a
+//     permit of the wrapper without waiting, and only the outermost
+//     Release frees the permit;
 //   - after each test, Stats shows no permit held and no caller waiting.
 //
 // The suite observes the queue through Stats, so Stats must count the
@@ -93,6 +96,7 @@ func Run(t *testing.T, b Backend) {
 		{"SetLimit", testSetLimit},
 		{"CloseFailsWaiters", testCloseFailsWaiters},
 		{"Hammer", testHammer},
+		{"Reentrant", testReentrant},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.f(t, b) })
 	}
@@ -148,13 +152,17 @@ func WaitQueued(t *testing.T, s Sem, n int64) {
 	}
 }
 
+// waitBound bounds every wait of the suite: a backend that never does
+// what it must fails the test instead of hanging it.
+const waitBound = 10 * time.Second
+
 // WantStats waits until s shows inUse permits held and waiting callers
 // queued, and fails t if that does not happen within 10s. It polls, because
 // a backend may finish a cancelled or closed waiter's clean-up in the
 // background, after the caller returned.
 func WantStats(t *testing.T, s Sem, inUse, waiting int64) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(waitBound)
 	for {
 		st := Stats(t, s)
 		if st.InUse == inUse && st.Waiting == waiting {

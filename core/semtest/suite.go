@@ -225,3 +225,30 @@ func testHammer(t *testing.T, b Backend) {
 	}
 	WantStats(t, s, 0, 0)
 }
+
+// testReentrant checks core.Reentrant over the backend: at limit 1, an
+// Acquire whose ctx holds a permit of the wrapper nests at once, shares
+// the outer permit's token and Lost channel, and only the outer Release
+// frees the permit.
+func testReentrant(t *testing.T, b Backend) {
+	ctx := context.Background()
+	s := b.New(t, 1)
+	r := core.Reentrant(s)
+	outer, err := r.Acquire(ctx)
+	ok(t, err)
+	hctx, cancel := context.WithTimeout(core.ContextWithPermit(ctx, outer), waitBound)
+	defer cancel()
+	inner, err := r.Acquire(hctx) // at limit 1: would wait for itself
+	ok(t, err)
+	if inner.Token() != outer.Token() || inner.Lost() != outer.Lost() || inner.ID() != outer.ID() {
+		t.Fatalf("nested permit (token %d, id %q) does not share the outer one's (token %d, id %q)",
+			inner.Token(), inner.ID(), outer.Token(), outer.ID())
+	}
+	ok(t, inner.Release(ctx))
+	WantStats(t, s, 1, 0)
+	if _, err := s.TryAcquire(ctx); !errors.Is(err, core.ErrNoPermit) {
+		t.Fatalf("TryAcquire after the nested Release: %v, want ErrNoPermit", err)
+	}
+	ok(t, outer.Release(ctx))
+	WantStats(t, s, 0, 0)
+}
