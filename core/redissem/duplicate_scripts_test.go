@@ -79,3 +79,28 @@ func TestFaultRetriedReleaseAndLeaveKeepCapacity(t *testing.T) {
 		t.Fatalf("at the end: used %s with %d holders, %d queued; want 0, 0, 0", u, h, q)
 	}
 }
+
+// Defect 1: go-redis re-sends a script after a read timeout and Redis runs
+// every copy; the copies must not count the holder twice. The proxy
+// delivers the acquire twice.
+func TestFaultRetriedAcquireKeepsCapacity(t *testing.T) {
+	p := newFaultProxy(t, servertest.RedisAddr(t))
+	prefix := uniquePrefix(t)
+	s := redissem.New(proxyClient(t, p, nil), "retry", 2, redissem.WithKeyPrefix(prefix))
+	defer s.Close()
+	other := redissem.New(realClient(t), "retry", 2, redissem.WithKeyPrefix(prefix))
+	defer other.Close()
+	ctx := context.Background()
+	ok(t, tryAcquire(t, s).Release(ctx)) // the script is loaded: EVALSHA runs it
+	p.SetDuplicate(true)
+	pm := tryAcquire(t, s)
+	p.SetDuplicate(false)
+	ok(t, pm.Release(ctx))
+	// Both permits must be grantable again, at once.
+	a, err := other.TryAcquire(ctx)
+	ok(t, err)
+	b, err := other.TryAcquire(ctx)
+	ok(t, err)
+	ok(t, a.Release(ctx))
+	ok(t, b.Release(ctx))
+}

@@ -4,8 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/distsem/distsem/core/redissem"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // TestNoteReleasedNoGrowth: the memory of recent releases (run again after

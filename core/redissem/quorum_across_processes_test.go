@@ -13,8 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/distsem/distsem/core/redissem"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // quorumChildEnv makes this test binary a quorum worker process (see

@@ -13,8 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/distsem/distsem/core/redissem"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/distsem/distsem/core/redissem"
 )
 
 // stallFloor is a go-redis hook that, once on, holds every run of one
