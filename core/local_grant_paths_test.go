@@ -3,13 +3,16 @@ package core_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/internal/testwait"
 )
 
 // Tests of Local's lock-free path (an Acquire or Release with nobody
@@ -106,15 +109,11 @@ func TestLocalQueueDrainsBackToLockFree(t *testing.T) {
 // waitQueuedLocal waits until n Acquire calls are queued on s.
 func waitQueuedLocal(t *testing.T, s *core.Local, n int64) {
 	t.Helper()
-	for {
+	testwait.Until(t, time.Minute, fmt.Sprintf("%d Acquire calls not queued", n), func() bool {
 		st, err := s.Stats(context.Background())
 		ok(t, err)
-		if st.Waiting >= n {
-			return
-		}
-		// Yield to the goroutines that are queueing; Stats takes s's lock.
-		runtime.Gosched()
-	}
+		return st.Waiting >= n
+	})
 }
 
 // With limit 1 the semaphore is a mutex: the holders' tokens, recorded

@@ -10,6 +10,7 @@ import (
 
 	"github.com/distsem/distsem/core/redissem"
 	"github.com/distsem/distsem/internal/servertest"
+	"github.com/distsem/distsem/internal/testwait"
 )
 
 // TestClusterFailover (issue 9, items 2 and 3): a master of a 3-master,
@@ -83,7 +84,7 @@ func clusterFailover(t *testing.T, crash bool) {
 			t.Fatalf("CLUSTER FAILOVER: %v", err)
 		}
 	}
-	waitFor(t, "promotion of the dead master's replica", 30*time.Second, func() bool {
+	testwait.Until(t, 30*time.Second, "no promotion of the dead master's replica", func() bool {
 		role, err := rc.Do(ctx, "ROLE").Slice()
 		return err == nil && len(role) > 0 && role[0] == "master"
 	})

@@ -2,6 +2,7 @@ package faulttest
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"slices"
 	"sort"
@@ -15,6 +16,7 @@ import (
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/internal/faultproxy"
 	"github.com/distsem/distsem/core/redissem"
+	"github.com/distsem/distsem/internal/testwait"
 )
 
 // redisState is what Redis records for one semaphore.
@@ -118,19 +120,12 @@ func awaitFree(t testing.TB, sem *redissem.Semaphore, limit int64, bound time.Du
 // awaitWaiting waits until Stats reports n queued waiters.
 func awaitWaiting(t testing.TB, sem *redissem.Semaphore, n int64, bound time.Duration) {
 	t.Helper()
-	begin := time.Now()
-	var st core.Stats
-	for time.Since(begin) < bound {
+	testwait.Until(t, bound, fmt.Sprintf("Stats never reported %d queued waiters", n), func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		var err error
-		st, err = sem.Stats(ctx)
-		cancel()
-		if err == nil && st.Waiting == n {
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatalf("%d waiters queued after %v, want %d", st.Waiting, bound, n)
+		defer cancel()
+		st, err := sem.Stats(ctx)
+		return err == nil && st.Waiting == n
+	})
 }
 
 // interval is a span during which a caller believed it held weight permits,

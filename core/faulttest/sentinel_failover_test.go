@@ -9,6 +9,7 @@ import (
 
 	"github.com/distsem/distsem/core/redissem"
 	"github.com/distsem/distsem/internal/servertest"
+	"github.com/distsem/distsem/internal/testwait"
 )
 
 // TestSentinelFailoverFollowsMaster (issue 9, item 1): a graceful Sentinel
@@ -53,7 +54,7 @@ func sentinelFailover(t *testing.T, crash bool) {
 	} else if err := sc.Failover(ctx, set.Master).Err(); err != nil {
 		t.Fatalf("SENTINEL FAILOVER: %v", err)
 	}
-	waitFor(t, "the sentinels to name the new master", 30*time.Second, func() bool {
+	testwait.Until(t, 30*time.Second, "the sentinels did not name the new master", func() bool {
 		a, err := set.MasterAddr(ctx)
 		return err == nil && a != old
 	})
@@ -102,19 +103,6 @@ func sentinelFailover(t *testing.T, crash bool) {
 // warmUp waits for the first grant, then 2 s for a steady rate.
 func warmUp(t testing.TB, l *load, name string) {
 	t.Helper()
-	waitFor(t, "grant", 20*time.Second, func() bool { return l.count(name, time.Time{}, time.Now()) > 0 })
+	testwait.Until(t, 20*time.Second, "no grant", func() bool { return l.count(name, time.Time{}, time.Now()) > 0 })
 	time.Sleep(2 * time.Second)
-}
-
-// waitFor polls ok every 20 ms up to bound, and fails the test if it never
-// holds.
-func waitFor(t testing.TB, what string, bound time.Duration, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(bound)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s after %v", what, bound)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/redissem"
+	"github.com/distsem/distsem/internal/testwait"
 )
 
 // TestStall stalls Redis with DEBUG SLEEP for longer than the client's read
@@ -60,9 +61,7 @@ func stall(t *testing.T, try bool, what string, sleep time.Duration) {
 	go func() { slept <- sleeper.Do(bg, "DEBUG", "SLEEP", sleep.Seconds()).Err() }()
 	// Wait until the server is stalled: a PING with a short timeout fails.
 	probe := newClient(t, srv.addr(), func(o *redis.Options) { o.ReadTimeout = 50 * time.Millisecond; o.MaxRetries = -1 })
-	for probe.Ping(bg).Err() == nil {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Until(t, sleep+10*time.Second, "the server did not stall", func() bool { return probe.Ping(bg).Err() != nil })
 	ctx, cancel := context.WithTimeout(bg, 10*time.Second)
 	defer cancel()
 	begin := time.Now()

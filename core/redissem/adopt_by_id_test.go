@@ -3,6 +3,7 @@ package redissem_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/redissem"
+	"github.com/distsem/distsem/internal/testwait"
 )
 
 // adoptClients runs f on miniredis and on a real redis-server, each
@@ -43,8 +45,13 @@ func leaseLeft(t *testing.T, c redis.UniversalClient, prefix, name, id string) t
 func waitRenewals(t *testing.T, c redis.UniversalClient, prefix, name, id string, n int) {
 	t.Helper()
 	key := prefix + "{" + name + "}:h"
-	last := -1.0
-	for deadline := time.Now().Add(time.Minute); n > 0; {
+	last, done := -1.0, false
+	defer func() {
+		if !done {
+			t.Logf("lease of %s: %d renewals still missing", id, n)
+		}
+	}()
+	testwait.Until(t, time.Minute, fmt.Sprintf("lease of %s not renewed %d times within a minute", id, n), func() bool {
 		end, err := c.ZScore(context.Background(), key, id).Result()
 		if err != nil {
 			t.Fatalf("lease of %s: %v", id, err)
@@ -55,13 +62,13 @@ func waitRenewals(t *testing.T, c redis.UniversalClient, prefix, name, id string
 			}
 			last = end
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("lease of %s not renewed %d more times within a minute", id, n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return n <= 0
+	})
+	done = true
 }
 
+// lostWithin waits (bounded) for p's Lost channel; what says which permit
+// or after what.
 func lostWithin(t *testing.T, p *core.Permit, what string) {
 	t.Helper()
 	select {

@@ -2,6 +2,7 @@ package redissem_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,23 +15,27 @@ import (
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/redissem"
 	"github.com/distsem/distsem/internal/servertest"
+	"github.com/distsem/distsem/internal/testwait"
 )
 
-// awaitNoShardChannels polls the servers every step until the client named
-// client has no shard channel subscribed (an unsubscribe takes effect on
-// the server after its reply), or ctx ends; it returns how many are left.
-func awaitNoShardChannels(ctx context.Context, t *testing.T, admin *redis.ClusterClient, client string, step time.Duration) int {
-	for {
-		_, channels, _ := shardSubs(ctx, t, admin, client)
-		if channels == 0 {
-			return 0
+// awaitNoShardChannels polls the servers until the client named client has
+// no shard channel subscribed (an unsubscribe takes effect on the server
+// after its reply), and fails t with what if that takes until ctx's
+// deadline.
+func awaitNoShardChannels(ctx context.Context, t *testing.T, admin *redis.ClusterClient, client, what string) {
+	t.Helper()
+	deadline, _ := ctx.Deadline()
+	left, done := 0, false
+	defer func() {
+		if !done {
+			t.Logf("%d shard channels left", left)
 		}
-		select {
-		case <-ctx.Done():
-			return channels
-		case <-time.After(step):
-		}
-	}
+	}()
+	testwait.Until(t, time.Until(deadline), what, func() bool {
+		_, left, _ = shardSubs(ctx, t, admin, client)
+		return left == 0
+	})
+	done = true
 }
 
 // clusterClients returns a Cluster client named after name (unique per
@@ -78,19 +83,13 @@ func TestClusterKeyedShardSubscriptions(t *testing.T) {
 			got <- err
 		}()
 	}
+	deadline, _ := ctx.Deadline()
 	for i := range n {
-		for {
+		testwait.Until(t, time.Until(deadline), fmt.Sprintf("key%d: waiter not queued", i), func() bool {
 			st, err := waiters.Stats(ctx, "key"+strconv.Itoa(i))
 			ok(t, err)
-			if st.Waiting == 1 {
-				break
-			}
-			select {
-			case <-ctx.Done():
-				t.Fatalf("key%d: waiter not queued", i)
-			case <-time.After(10 * time.Millisecond):
-			}
-		}
+			return st.Waiting == 1
+		})
 	}
 
 	conns, channels, masters := shardSubs(ctx, t, admin, client)
@@ -169,9 +168,7 @@ func TestClusterIdleShardChannelsDropped(t *testing.T) {
 	if _, channels, _ := shardSubs(ctx, t, admin, client); channels != n {
 		t.Fatalf("%d shard channels after %d keys were used, want %d", channels, n, n)
 	}
-	if n := awaitNoShardChannels(ctx, t, admin, client, 50*time.Millisecond); n > 0 {
-		t.Fatalf("%d shard channels still subscribed %v after their keys were last used (lease TTL %v)", n, time.Since(start), ttl)
-	}
+	awaitNoShardChannels(ctx, t, admin, client, fmt.Sprintf("shard channels still subscribed after their keys were last used (lease TTL %v)", ttl))
 	t.Logf("idle shard channels dropped %v after the first of %d keys was used (lease TTL %v)", time.Since(start), n, ttl)
 
 	h, err := holders.TryAcquire(ctx, "key0")
@@ -184,18 +181,12 @@ func TestClusterIdleShardChannelsDropped(t *testing.T) {
 		}
 		got <- err
 	}()
-	for {
+	deadline, _ := ctx.Deadline()
+	testwait.Until(t, time.Until(deadline), "the waiter on key0 was not queued", func() bool {
 		st, err := sems.Stats(ctx, "key0")
 		ok(t, err)
-		if st.Waiting == 1 {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatal("the waiter on key0 was not queued")
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+		return st.Waiting == 1
+	})
 	ok(t, h.Release(ctx))
 	select {
 	case err := <-got:
@@ -234,9 +225,7 @@ func TestClusterResubscribeRacingSweep(t *testing.T) {
 	if sub, tracked := redissem.ShardChannels(s); len(sub)+len(tracked) != 0 {
 		t.Fatalf("after the next sweep: subscribed %v, tracked %v, want none", sub, tracked)
 	}
-	if n := awaitNoShardChannels(ctx, t, admin, client, 10*time.Millisecond); n > 0 {
-		t.Fatalf("%d shard channels still subscribed on the servers after the sweep", n)
-	}
+	awaitNoShardChannels(ctx, t, admin, client, "shard channels still subscribed on the servers after the sweep")
 }
 
 // listeningKeyed returns a keyed semaphore named name on Cluster, and its

@@ -8,6 +8,7 @@ import (
 
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/redissem"
+	"github.com/distsem/distsem/internal/testwait"
 )
 
 // TestCrashReturnsPermits kills a child that holds every permit and has
@@ -75,16 +76,11 @@ func TestDeadProcessWaitersSkipped(t *testing.T) {
 	_ = cmd.Wait()
 	// Redis has seen the child's connections close (an observation, not a
 	// sleep): from then on its waiter has no listener.
-	for deadline := time.Now().Add(time.Minute); ; {
+	testwait.Until(t, time.Minute, "the killed child's connections are still open", func() bool {
 		list, err := c.Do(ctx, "CLIENT", "LIST").Text()
 		ok(t, err)
-		if !strings.Contains(list, " name="+name+" ") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the killed child's connections are still open")
-		}
-	}
+		return !strings.Contains(list, " name="+name+" ")
+	})
 	ok(t, hp.Release(ctx))
 	within(t, 5*time.Second, "live waiter behind a dead one granted", func() error { return <-got })
 	wantStats(t, s, 0, 0)

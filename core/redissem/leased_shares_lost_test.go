@@ -10,16 +10,6 @@ import (
 	"github.com/distsem/distsem/core/redissem"
 )
 
-// waitLost waits (bounded) for p's Lost channel.
-func waitLost(t *testing.T, p *core.Permit, what string) {
-	t.Helper()
-	select {
-	case <-p.Lost():
-	case <-time.After(10 * time.Second):
-		t.Fatalf("Lost not closed within 10s after %s", what)
-	}
-}
-
 // TestLeasedShareGoneClosesLost removes the process's share from Redis:
 // the next beat must close Lost on the permits it covered, and Release
 // must report ErrNotHeld.
@@ -29,7 +19,7 @@ func TestLeasedShareGoneClosesLost(t *testing.T) {
 	defer s.Close()
 	p := acquire(t, s)
 	m.Del("distsem:{gone}:ls")
-	waitLost(t, p, "the share was deleted")
+	lostWithin(t, p, "after the share was deleted")
 	if err := p.Release(context.Background()); !errors.Is(err, core.ErrNotHeld) {
 		t.Fatalf("Release of a permit whose share was lost = %v, want ErrNotHeld", err)
 	}
@@ -45,7 +35,7 @@ func TestLeasedUnreachableClosesLost(t *testing.T) {
 	defer s.Close()
 	p := acquire(t, s)
 	m.Close()
-	waitLost(t, p, "Redis went away")
+	lostWithin(t, p, "after Redis went away")
 	if _, err := s.TryAcquire(context.Background()); !errors.Is(err, core.ErrUnavailable) {
 		t.Fatalf("TryAcquire without a share while Redis is down = %v, want ErrUnavailable", err)
 	}
@@ -61,7 +51,7 @@ func TestLeasedCloseClosesLost(t *testing.T) {
 	go func() { _, err := s.Acquire(context.Background()); got <- err }()
 	waitQueued(t, s, 1)
 	ok(t, s.Close())
-	waitLost(t, p, "Close")
+	lostWithin(t, p, "after Close")
 	if err := <-got; !errors.Is(err, core.ErrClosed) {
 		t.Fatalf("queued Acquire after Close = %v, want ErrClosed", err)
 	}

@@ -2,6 +2,7 @@ package redissem_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/redissem"
 	"github.com/distsem/distsem/internal/servertest"
+	"github.com/distsem/distsem/internal/testwait"
 )
 
 // TestRedisManyWaitersSmallPool queues 10,000 waiters of one process on a
@@ -40,17 +42,18 @@ func TestRedisManyWaitersSmallPool(t *testing.T) {
 			}
 		}()
 	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for st := stats(t, s); st.Waiting < n; st = stats(t, s) {
+	var st core.Stats
+	testwait.Until(t, 2*time.Minute, fmt.Sprintf("not all %d waiters queued", n), func() bool {
+		if st = stats(t, s); st.Waiting >= n {
+			return true
+		}
 		select {
 		case err := <-errs:
 			t.Fatalf("a waiter failed while %d were queued: %v", st.Waiting, err)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d of %d waiters queued", st.Waiting, n)
-		}
-	}
+		return false
+	})
 	if total := c.PoolStats().TotalConns; total > 21 { // 20 + the subscriber
 		t.Fatalf("%d connections for %d waiters", total, n)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/distsem/distsem/core/internal/faultproxy"
 	"github.com/distsem/distsem/core/redissem"
 	"github.com/distsem/distsem/internal/servertest"
+	"github.com/distsem/distsem/internal/testwait"
 )
 
 // Issue 7 point 2: a waiter gave up while Redis was silent, and its
@@ -66,18 +67,15 @@ func TestFaultOrphanGrantReleased(t *testing.T) {
 	ok(t, hp.Release(ctx)) // grants the orphan's entry
 	// Without the release of the orphan's grant, the permit would be taken
 	// until its lease of ttl ends.
-	deadline := time.Now().Add(ttl / 2)
-	for {
+	testwait.Until(t, ttl/2, "permit still taken after the release: the orphan's grant was not released", func() bool {
 		pm, err := third.TryAcquire(ctx)
 		if err == nil {
 			ok(t, pm.Release(ctx))
-			break
+			return true
 		}
 		if !errors.Is(err, core.ErrNoPermit) {
 			t.Fatal(err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("permit still taken %v after the release: the orphan's grant was not released", ttl/2)
-		}
-	}
+		return false
+	})
 }
