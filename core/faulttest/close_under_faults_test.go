@@ -17,7 +17,7 @@ import (
 // queued, with Redis healthy, refusing connections, or blackholed. Close and
 // the waiters must return within 2s (+slack), the waiters with ErrClosed;
 // with Redis healthy the queue is empty when Close returns, even if the
-// client is closed right after (issue 7 defect 11); in every state no
+// client is closed right after; in every state no
 // goroutine is left once the client is closed, and no capacity is lost: the
 // unreleased permit comes back when its lease ends.
 func TestClose(t *testing.T) {

@@ -11,11 +11,11 @@ import (
 	"github.com/distsem/distsem/internal/servertest"
 )
 
-// TestClusterSlotMigrating (issue 9, item 4): while a semaphore's slot is
-// held MIGRATING for 1 s, Redis answers its scripts with ASK and TRYAGAIN
-// (every script declares four keys, some of them missing). Before the fix
-// Acquire and Release returned ErrUnavailable for the whole migration; now
-// they retry within their ctx and succeed once the slot is stable.
+// TestClusterSlotMigrating: while a semaphore's slot is held MIGRATING for
+// 1 s, Redis answers its scripts with ASK and TRYAGAIN (every script
+// declares four keys, some of them missing). Acquire and Release must not
+// return ErrUnavailable for the whole migration: they retry within their
+// ctx and succeed once the slot is stable.
 func TestClusterSlotMigrating(t *testing.T) {
 	set := servertest.StartCluster(t, 2, 0)
 	ctx := context.Background()

@@ -11,7 +11,7 @@ import (
 	"github.com/distsem/distsem/core/redissem"
 )
 
-// load is the workload of the failover scenarios (issue 9): goroutines
+// load is the workload of the failover scenarios: goroutines
 // that acquire (5 s timeout), hold 10–30 ms and release, in a loop, on one
 // semaphore per process, recording every hold on the machine's clock.
 type load struct {

@@ -61,7 +61,7 @@ func readState(ctx context.Context, c redis.Cmdable, prefix, name string) (redis
 }
 
 // checkCounts asserts that the used count agrees with the recorded holders
-// (issue 7 defect 1: a count above them is capacity lost for good), as the
+// (a count above them is capacity lost for good), as the
 // keys are, and again after a Stats call on sem has reaped expired leases
 // (and, where core does so, repaired the count).
 func checkCounts(t testing.TB, sem *redissem.Semaphore, c *redis.Client, prefix, name string) redisState {

@@ -13,7 +13,7 @@ import (
 
 // TestLateAcquire delays the bytes to and from Redis by 400 ms each way,
 // beyond a TryAcquire's 100 ms ctx, so the acquire script arrives after the
-// caller gave up and after (or with) its clean-up (issue 7 defect 10). The
+// caller gave up and after (or with) its clean-up. The
 // caller answers by its ctx (+slack), and Redis must not keep the permit for
 // it: another process can take every permit within 1s (+slack), not after
 // a lease.

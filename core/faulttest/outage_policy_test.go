@@ -28,7 +28,7 @@ var policies = []struct {
 
 // TestOutage blackholes, or refuses, the connection to Redis under each
 // failure policy, with a permit held elsewhere and a waiter queued before
-// the fault (issue 7 defects 2–7, 10). It asserts that every call answers by
+// the fault. It asserts that every call answers by
 // its ctx deadline (plus slack), that the policy applies (FailOpen and
 // FailLocal grant token-0 permits, FailClosed fails with ErrUnavailable or
 // the ctx's error), that a waiter queued before the outage gets the policy
@@ -144,7 +144,7 @@ func outage(t *testing.T, srv *server, mode faultproxy.Mode, polName string, pol
 		release(r.p)
 	}
 	// After these failures a circuit breaker may be open: one more call
-	// shows how fast the policy then applies (issue 7 defect 5).
+	// shows how fast the policy then applies.
 	after := withCtx(time.Second, 0, try)
 	if r, ok := await(t, scenario+": TryAcquire after the failures", after, time.Second+slack); ok {
 		figure(t, scenario, "call", "TryAcquire after the failures", "answered", r.elapsed, "err", errString(r.err))
@@ -161,7 +161,7 @@ func outage(t *testing.T, srv *server, mode faultproxy.Mode, polName string, pol
 		late = append(late, timed{what: "waiter queued before the outage", ch: queued})
 	}
 	if firstFallback > 0 {
-		figure(t, scenario, "first_fallback_permit", firstFallback) // issue 7 defect 5
+		figure(t, scenario, "first_fallback_permit", firstFallback) // within the operation timeout
 	}
 
 	if err := px.SetMode(faultproxy.Pass); err != nil {

@@ -12,13 +12,14 @@ import (
 	"github.com/distsem/distsem/internal/testwait"
 )
 
-// TestSentinelFailoverFollowsMaster (issue 9, item 1): a graceful Sentinel
-// failover (and, for the figures, a crash of the master) while 3 processes × 8 goroutines use a semaphore of limit 4.
-// Before the fix every subscription stayed on the demoted master, so for
-// about 10 s each hand-off waited for a heartbeat (3–5 % of the rate), and
-// the releases lost with the old master left phantom holders that stopped
-// every grant for about 2 s. Now the subscription follows the master and
-// the process replays its recent releases on the new one. Bounds are loose
+// TestSentinelFailoverFollowsMaster: a graceful Sentinel failover (and, for
+// the figures, a crash of the master) while 3 processes × 8 goroutines use
+// a semaphore of limit 4. A subscription left on the demoted master would
+// make each hand-off wait for a heartbeat for about 10 s (3–5 % of the
+// rate), and the releases lost with the old master would leave phantom
+// holders that stop every grant for about 2 s. So the subscription must
+// follow the master, and the process replay its recent releases on the new
+// one. Bounds are loose
 // for a loaded machine (targets: gap ≤ 1 s, full rate ≤ 2 s); the figures
 // go to the log. The recorded timeline never holds more than the limit.
 func TestSentinelFailoverFollowsMaster(t *testing.T) {
@@ -89,9 +90,9 @@ func sentinelFailover(t *testing.T, crash bool) {
 	if s.peak > limit {
 		t.Errorf("over-admission: %d permits held at once, limit %d", s.peak, limit)
 	}
-	// Targets: gap ≤ 1 s, full rate ≤ 2 s after the switch. Before the fix,
-	// phantom holders (releases lost with the old master) stopped every
-	// grant for 2 s, then the deaf subscriptions slowed the rate.
+	// Targets: gap ≤ 1 s, full rate ≤ 2 s after the switch. Phantom holders
+	// (releases lost with the old master) would stop every grant for 2 s,
+	// and subscriptions left on the old master would then slow the rate.
 	if s.gap > 1500*time.Millisecond {
 		t.Errorf("no grant for %v after the failover, want at most 1.5s", s.gap)
 	}

@@ -15,7 +15,7 @@ import (
 // TestStall stalls Redis with DEBUG SLEEP for longer than the client's read
 // timeout (300 ms here) while an Acquire (or a TryAcquire) is in flight, so
 // that go-redis re-sends the script and Redis runs every copy once the stall
-// ends (issue 7 defect 1). A "mid" stall (450 ms) ends while a retry still
+// ends. A "mid" stall (450 ms) ends while a retry still
 // waits for its reply, so the call may succeed; a "long" one (2 s) outlasts
 // every retry. Afterwards the used count must agree with the holders and
 // every permit must come back.

@@ -66,14 +66,14 @@ func runChild(mode string) int {
 
 // TestSIGKILL runs 4 holder processes × 8 goroutines on a semaphore of
 // limit 4 with a 2s lease, and SIGKILLs one at random every 3s (starting a
-// new one in its place), as in issue 7 defect 8. It asserts that the live
+// new one in its place). It asserts that the live
 // holders never exceed the limit, that the permits a killed process held
 // are back within TTL + 1s, and that utilization stays ≥ 0.8 once the
 // leases that the victims held at their death are set aside (see below).
 // Utilization is the permit-time granted to live processes (from the grant
 // in Redis to the release, or to the holder's death) over limit × time,
-// after a 1s warm-up. It logs the raw utilization (the issue's target is
-// ≥ 0.8 for it), the same counted from Acquire's return (which a loaded
+// after a 1s warm-up. It logs the raw utilization (the target is ≥ 0.8
+// for it), the same counted from Acquire's return (which a loaded
 // machine lowers by its wake-up delays), and the grants that went to dead
 // processes.
 func TestSIGKILL(t *testing.T) {
@@ -81,12 +81,12 @@ func TestSIGKILL(t *testing.T) {
 	sigkill(t, "sigkill", "ADDR="+srv.addr(), newClient(t, srv.addr()))
 }
 
-// TestSIGKILLCluster is TestSIGKILL on a 3-master Redis Cluster (issue 7,
-// defect 8 on Cluster). There PUBLISH counts only the subscribers of the
-// node that ran it, so before each semaphore had its own shard channel
-// (core/redis_shard.go) grants went on to a killed process's waiters until
-// their queue entries expired (2/3 of the lease TTL), and utilization fell
-// below 0.8.
+// TestSIGKILLCluster is TestSIGKILL on a 3-master Redis Cluster. There
+// PUBLISH counts only the subscribers of the node that ran it, so without a
+// shard channel of its own per semaphore (core/redissem/redis_shard.go)
+// grants would go on to a killed process's waiters until their queue
+// entries expired (2/3 of the lease TTL), and utilization would fall below
+// 0.8.
 func TestSIGKILLCluster(t *testing.T) {
 	set := servertest.StartCluster(t, 3, 0)
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: set.Addrs})
@@ -104,7 +104,7 @@ func sigkill(t *testing.T, scenario, env string, c redis.UniversalClient) {
 		ttl               = 2 * time.Second
 		hold              = 100 * time.Millisecond
 		every             = 3 * time.Second
-		kills             = 8 // the issue ran a minute; CI runs 27s
+		kills             = 8 // one every 3s: a 27s run
 		warmup            = time.Second
 	)
 	pfx, name := prefix(t), "sigkill"
@@ -285,7 +285,7 @@ func sigkill(t *testing.T, scenario, env string, c redis.UniversalClient) {
 	// how many permits the victims happened to hold (0.70 to 0.99 over four
 	// kills on a correct build). What the suite asserts is the rest: the
 	// utilization once that loss is set aside must be ≥ 0.8 (grants to dead
-	// processes' waiters, defect 8, count against it).
+	// processes' waiters count against it).
 	net := util + leaseLoss.Seconds()*1e9/window
 	figure(t, scenario, "kills", kills, "run", end.Sub(begin), "grants", grants, "utilization", util,
 		"meets_issue_target_0.8", util >= 0.8, "utilization_without_dead_holders_leases", net,

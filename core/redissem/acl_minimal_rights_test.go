@@ -29,8 +29,8 @@ import (
 const aclCommands = "+evalsha +eval +subscribe +time +hmget +hset +hget +hgetall +hdel +exists +get +set +del +pexpireat +persist +zadd +zpopmin +zcard +zrange +zrangebyscore +zremrangebyscore +zrem +zscore +publish +pubsub|numsub"
 
 // aclClusterCommands are the further rights of a Cluster client: the slot
-// map, and sharded pub/sub (each semaphore's shard channel; issue 7,
-// defect 8).
+// map, and sharded pub/sub (each semaphore's shard channel, through which
+// a grant sees whether its waiter's process is still there).
 const aclClusterCommands = "+cluster|slots +spublish +pubsub|shardnumsub +ssubscribe +sunsubscribe"
 
 // TestACLCommandsCoverScripts derives the command list from the scripts.

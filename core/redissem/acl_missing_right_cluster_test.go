@@ -12,7 +12,8 @@ import (
 )
 
 // TestACLEachClusterRightNeeded removes each sharded pub/sub right of the
-// Cluster's minimum ACL in turn (issue 7, defect 8 on Cluster): the first
+// Cluster's minimum ACL in turn (the shard channels that tell a grant
+// whether its waiter's process is still there): the first
 // Acquire fails with ErrUnavailable naming it, and so does a TryAcquire
 // (the rights check runs before the first script).
 func TestACLEachClusterRightNeeded(t *testing.T) {

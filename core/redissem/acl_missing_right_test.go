@@ -14,12 +14,13 @@ import (
 	"github.com/distsem/distsem/internal/servertest"
 )
 
-// TestACLEachRightNeeded (issue 9, item 6) removes each right of the
-// minimum ACL in turn. Every right is needed: the first Acquire fails with
-// ErrUnavailable naming it, before any write, and no call hangs. Before, a script that
-// failed half-way (HDEL, ZREM, ZREMRANGEBYSCORE, PUBLISH denied after its
-// first write) left its writes behind: Release reported a failure although
-// the permit was handed on, or a waiting Acquire hung until its ctx ended.
+// TestACLEachRightNeeded removes each right of the minimum ACL in turn.
+// Every right is needed: the first Acquire fails with ErrUnavailable naming
+// it, before any write, and no call hangs. Checking the rights first
+// matters: a script that failed half-way (HDEL, ZREM, ZREMRANGEBYSCORE,
+// PUBLISH denied after its first write) would leave its writes behind, so
+// that Release reported a failure although the permit was handed on, or a
+// waiting Acquire hung until its ctx ended.
 func TestACLEachRightNeeded(t *testing.T) {
 	admin := realClient(t)
 	for _, right := range strings.Fields(aclCommands) {

@@ -206,8 +206,8 @@ func TestAdoptBadInput(t *testing.T) {
 	}
 }
 
-// TestAdoptUnderMinimalACL runs the three new scripts as a Redis user with
-// only the rights of aclCommands.
+// TestAdoptUnderMinimalACL runs the scripts of Adopt, ReleaseID and
+// SetLeaseTTL as a Redis user with only the rights of aclCommands.
 func TestAdoptUnderMinimalACL(t *testing.T) {
 	prefix := uniquePrefix(t)
 	c := aclClient(t, prefix)

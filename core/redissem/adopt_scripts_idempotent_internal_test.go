@@ -7,10 +7,10 @@ import (
 	"github.com/distsem/distsem/core"
 )
 
-// TestCrossProcessScriptsIdempotent runs each new script twice with the
-// same arguments, as a go-redis retry after a lost reply does: the second
-// run must answer as the first (adopt: the same permit; release by id:
-// released) and change nothing.
+// TestCrossProcessScriptsIdempotent runs each cross-process script (adopt,
+// release by id) twice with the same arguments, as a go-redis retry after
+// a lost reply does: the second run must answer as the first (adopt: the
+// same permit; release by id: released) and change nothing.
 func TestCrossProcessScriptsIdempotent(t *testing.T) {
 	c := miniClient(t)
 	s := New(c, "idem", 3)

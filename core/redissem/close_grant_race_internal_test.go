@@ -8,7 +8,7 @@ import (
 	"github.com/distsem/distsem/core"
 )
 
-// Issue 7 defect 14, forced: a grant and Close are both ready when the
+// A grant racing Close, forced: a grant and Close are both ready when the
 // waiter selects. The hook runs after the waiter queued and before its
 // select: it releases the permit that blocks the waiter (the release
 // script's reply carries the grant to this process's own waiter, delivered

@@ -15,7 +15,7 @@ import (
 	"github.com/distsem/distsem/internal/servertest"
 )
 
-// Defect 11: Close takes its queued waiters out of the Redis queue before
+// Close takes its queued waiters out of the Redis queue before
 // it returns, so closing the client right after leaves nothing queued. The
 // proxy delays every command by 1s, so a leave sent after Close returned
 // would still be on its way.
@@ -47,7 +47,7 @@ func TestFaultCloseLeavesQueue(t *testing.T) {
 	ok(t, op.Release(ctx))
 }
 
-// Defect 14: no permit after Close.
+// No permit after Close.
 func TestFaultNoPermitAfterClose(t *testing.T) {
 	c := realClient(t)
 	s := redissem.New(c, "closed", 1, redissem.WithKeyPrefix(uniquePrefix(t)))
@@ -60,7 +60,7 @@ func TestFaultNoPermitAfterClose(t *testing.T) {
 	}
 }
 
-// Defect 14: a grant that races Close either lost the race (Acquire returns
+// A grant that races Close either lost the race (Acquire returns
 // ErrClosed and the grant is passed on) or won it (the permit was held
 // before Close, which then marked it lost). Either way Acquire never hands
 // out a permit that Close did not see, and no capacity is left behind.
@@ -98,7 +98,7 @@ func TestFaultGrantRacingClose(t *testing.T) {
 	}
 }
 
-// Defects 2 and 11: Close with a queued waiter returns within its bound
+// Close with a queued waiter returns within its bound
 // under a blackhole (the waiter's leave is bounded by the operation
 // timeout), and the waiter returns ErrClosed.
 func TestFaultCloseUnderBlackhole(t *testing.T) {

@@ -1,7 +1,8 @@
 package redissem_test
 
-// Conformance rows for the API edges of issue 8: every backend must answer
-// them alike.
+// Conformance rows for the API's edges (Close, a nil ctx, the lease-TTL
+// rule, ctx causes, the limit bound, option checks): every backend must
+// answer them alike.
 
 import (
 	"context"
@@ -37,7 +38,7 @@ func mustPanic(t *testing.T, what string, f func()) (msg string) {
 	return ""
 }
 
-// Item 6: after Close every backend refuses TryAcquire and Acquire with
+// After Close every backend refuses TryAcquire and Acquire with
 // ErrClosed; none grants a permit.
 func TestEdgeClosedRefusesTryAcquire(t *testing.T) {
 	forEach(t, func(t *testing.T, b backend) {
@@ -53,7 +54,7 @@ func TestEdgeClosedRefusesTryAcquire(t *testing.T) {
 	})
 }
 
-// Item 7: Release(nil) gives the permit back, as Release(Background) does;
+// Release(nil) gives the permit back, as Release(Background) does;
 // it never panics half-way.
 func TestEdgeReleaseNilContext(t *testing.T) {
 	forEach(t, func(t *testing.T, b backend) {
@@ -68,7 +69,7 @@ func TestEdgeReleaseNilContext(t *testing.T) {
 	})
 }
 
-// Item 8: one lease-TTL rule on every backend: a default below 100ms makes
+// One lease-TTL rule on every backend: a default below 100ms makes
 // the constructor panic, a per-call TTL below it is ErrInvalidArgument, and
 // 100ms is accepted. The in-process backend has no lease: it panics on
 // any default lease TTL (naming the option), and takes the per-call rule.
@@ -106,7 +107,7 @@ type causeErr struct{}
 
 func (causeErr) Error() string { return "the cause" }
 
-// Item 9: a ctx with a cause still matches context.Canceled or
+// A ctx with a cause still matches context.Canceled or
 // DeadlineExceeded (and ErrNoPermit for a deadline); the cause is wrapped
 // and named too. Checked before queueing and while queued.
 func TestEdgeContextCause(t *testing.T) {
@@ -146,7 +147,7 @@ func TestEdgeContextCause(t *testing.T) {
 	})
 }
 
-// Item 4: limits and weights are bounded by MaxLimit = 2^53 − 1 on every
+// Limits and weights are bounded by MaxLimit = 2^53 − 1 on every
 // backend: beyond it constructors panic and calls fail with
 // ErrInvalidArgument before any script runs; at it, admission is exact.
 func TestEdgeLimitBound(t *testing.T) {
@@ -182,7 +183,7 @@ func TestEdgeLimitBound(t *testing.T) {
 	mustPanic(t, "FailLocal above 2^53-1", func() { core.FailLocal(maxLimit + 1) })
 }
 
-// Item 5: every option is checked at construction, with a clear message.
+// Every option is checked at construction, with a clear message.
 func TestEdgeOptionsValidated(t *testing.T) {
 	forEach(t, func(t *testing.T, b backend) {
 		// Each row in both forms; a row with redisOnly names an option of

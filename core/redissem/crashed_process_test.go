@@ -51,7 +51,7 @@ func TestCrashReturnsPermits(t *testing.T) {
 // TestDeadProcessWaitersSkipped kills a child whose waiter is queued at the
 // head: the permit freed next must go to the live waiter behind it at once,
 // not to the dead one (which would hold it for a whole lease, after staying
-// queued for 2/3 of one). Issue 7 defect 8.
+// queued for 2/3 of one).
 func TestDeadProcessWaitersSkipped(t *testing.T) {
 	const ttl = 30 * time.Second
 	prefix := uniquePrefix(t)

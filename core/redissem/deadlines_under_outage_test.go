@@ -14,14 +14,11 @@ import (
 	"github.com/distsem/distsem/internal/servertest"
 )
 
-// Regression tests for issue 7 (core under faults). Each injects its fault
-// with a faultproxy.Proxy between the client and a real redis-server, or with
-// miniredis; none synchronises with a sleep. Bounds on "returns by its
-// deadline" have 250ms or more of slack; figures go to the report.
+// A call that waits on Redis returns by its ctx's deadline, or at once when
+// cancelled, while Redis is silent (a blackhole proxy), a new process's
+// first call included.
 
-const slack = 250 * time.Millisecond
-
-// Defect 2: a queued Acquire returns by its deadline when Redis goes
+// A queued Acquire returns by its deadline when Redis goes
 // silent, and a cancelled one at once; the clean-up runs in the background.
 func TestFaultDeadlineUnderBlackhole(t *testing.T) {
 	p := newFaultProxy(t, servertest.RedisAddr(t))
@@ -63,7 +60,7 @@ func TestFaultDeadlineUnderBlackhole(t *testing.T) {
 	within(t, 2*time.Second+slack, "Close with nothing queued", func() error { _ = s.Close(); return nil })
 }
 
-// Defect 3: a new process's first Acquire (it must subscribe first)
+// A new process's first Acquire (it must subscribe first)
 // returns when its ctx is cancelled, whatever Redis does.
 func TestFaultFirstAcquireHonoursCtx(t *testing.T) {
 	p := newFaultProxy(t, servertest.RedisAddr(t))
@@ -83,7 +80,7 @@ func TestFaultFirstAcquireHonoursCtx(t *testing.T) {
 	})
 }
 
-// Defect 2 with a client that honours ctx deadlines: a cancellation (no
+// With a client that honours ctx deadlines too, a cancellation (no
 // deadline) still ends the call at once, not at the operation timeout.
 func TestFaultCancelWithContextTimeoutClient(t *testing.T) {
 	p := newFaultProxy(t, servertest.RedisAddr(t))

@@ -31,7 +31,7 @@ func rawCount(t *testing.T, c *redis.Client, prefix, name string) (used string, 
 	return st["used"], holders, q
 }
 
-// Issue 7 defect 1, for release and leave: every script is idempotent per
+// Release and leave run twice: every script is idempotent per
 // id, so a release or a leave that Redis runs twice (a go-redis retry, a
 // late copy) changes the count once. The proxy runs every command twice;
 // the client has one connection, so the next command on it passes the
@@ -80,7 +80,7 @@ func TestFaultRetriedReleaseAndLeaveKeepCapacity(t *testing.T) {
 	}
 }
 
-// Defect 1: go-redis re-sends a script after a read timeout and Redis runs
+// go-redis re-sends a script after a read timeout and Redis runs
 // every copy; the copies must not count the holder twice. The proxy
 // delivers the acquire twice.
 func TestFaultRetriedAcquireKeepsCapacity(t *testing.T) {

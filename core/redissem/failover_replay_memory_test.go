@@ -11,8 +11,8 @@ import (
 
 // TestNoteReleasedNoGrowth: the memory of recent releases (run again after
 // a failover) costs no allocation per Release once it holds as many as it
-// keeps, whether old ones expire or the bound drops them; it used to
-// re-slice and append, about one allocation per Release. It keeps the
+// keeps, whether old ones expire or the bound drops them (re-slicing and
+// appending would cost about one allocation per Release). It keeps the
 // newest maxReleased (4096) ids within their lease.
 func TestNoteReleasedNoGrowth(t *testing.T) {
 	// No server: recording a release sends nothing.

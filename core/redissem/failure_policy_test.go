@@ -16,7 +16,7 @@ import (
 	"github.com/distsem/distsem/internal/servertest"
 )
 
-// Defect 4: a waiter queued before an outage gets the failure policy once
+// A waiter queued before an outage gets the failure policy once
 // the backend has been unreachable for the outage grace.
 func TestFaultQueuedWaiterGetsPolicy(t *testing.T) {
 	p := newFaultProxy(t, servertest.RedisAddr(t))
@@ -47,7 +47,7 @@ func TestFaultQueuedWaiterGetsPolicy(t *testing.T) {
 	})
 }
 
-// Defect 5: the first fallback permit comes within the operation timeout,
+// The first fallback permit comes within the operation timeout,
 // and once the breaker is open the policy applies without a round trip.
 func TestFaultFailFastAndBreaker(t *testing.T) {
 	p := newFaultProxy(t, servertest.RedisAddr(t))
@@ -80,7 +80,7 @@ func TestFaultFailFastAndBreaker(t *testing.T) {
 	})
 }
 
-// Defect 7: a fail-local permit carries token 0, as documented.
+// A fail-local permit carries token 0, as documented.
 func TestFaultFailLocalTokenZero(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DialTimeout: 100 * time.Millisecond, MaxRetries: -1})
 	defer c.Close()
@@ -103,7 +103,7 @@ func TestFaultFailLocalTokenZero(t *testing.T) {
 	}
 }
 
-// Defect 5: callers whose deadline ends their calls first (here 300ms,
+// Callers whose deadline ends their calls first (here 300ms,
 // against an operation timeout of 1s) still open the breaker.
 func TestFaultBreakerOpensOnCallerDeadlines(t *testing.T) {
 	p := newFaultProxy(t, servertest.RedisAddr(t))

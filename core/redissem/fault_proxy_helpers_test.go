@@ -10,6 +10,14 @@ import (
 	"github.com/distsem/distsem/core/internal/faultproxy"
 )
 
+// The fault tests (duplicate scripts, deadlines under outage, failure
+// policy, close under faults, leftover state, orphan release) inject their
+// fault with a faultproxy.Proxy between the client and a real redis-server,
+// or with miniredis; none synchronises with a sleep. Bounds on "returns by
+// its deadline" have 250ms or more of slack; figures go to the report.
+
+const slack = 250 * time.Millisecond
+
 // newFaultProxy starts a fault proxy in front of target, closed when t
 // ends. It tags Redis pub/sub connections (faultproxy.Tagged).
 func newFaultProxy(t *testing.T, target string) *faultproxy.Proxy {

@@ -11,7 +11,7 @@ import (
 	"github.com/distsem/distsem/internal/servertest"
 )
 
-// Issue 9 item 5: a grant delivered by the heartbeat's catch-up (its
+// A grant delivered by the heartbeat's catch-up (its
 // notification was lost) carries the real grant time, not the heartbeat's.
 // Without a failover the token is the server time of the grant in µs.
 func TestFaultCatchUpGrantTime(t *testing.T) {

@@ -1,6 +1,7 @@
 package redissem_test
 
-// Keyed semaphores under untrusted keys (issue 8, items 1, 2, 3 and 5).
+// Keyed semaphores under untrusted keys: Close racing releases, keys that
+// cannot reach another semaphore, memory bounded per key, options checked.
 
 import (
 	"context"
@@ -19,7 +20,7 @@ import (
 	"github.com/distsem/distsem/core/redissem"
 )
 
-// Item 1: Close while thousands of releases run must not race on the
+// Close while thousands of releases run must not race on the
 // entries map (it was "fatal error: concurrent map iteration and map
 // write" with the race detector off, a reported race with it on). The idle
 // list is full (the default 4096), so every release evicts a key.
@@ -62,7 +63,7 @@ func TestKeyedCloseRacesReleases(t *testing.T) {
 	}
 }
 
-// Item 2 on Redis: keyed "X" with key "tenant:vip", keyed "X:tenant" with
+// On Redis: keyed "X" with key "tenant:vip", keyed "X:tenant" with
 // key "vip" and New("X:tenant:vip") are three semaphores; a client
 // key used first cannot set the limit of a plain semaphore.
 func TestKeyedKeyCannotReachAnotherSemaphore(t *testing.T) {
@@ -115,7 +116,7 @@ func TestKeyedKeyCannotReachAnotherSemaphore(t *testing.T) {
 	}
 }
 
-// Item 2 in process: a short key that spells the hash of a long key is
+// In process: a short key that spells the hash of a long key is
 // another key.
 func TestKeyedShortKeySpellingAHash(t *testing.T) {
 	for name, newKeyed := range keyedBackends() {
@@ -137,7 +138,7 @@ func TestKeyedShortKeySpellingAHash(t *testing.T) {
 	}
 }
 
-// Item 3: the memory kept per key is bounded in bytes. 64 keys of 1 MiB
+// The memory kept per key is bounded in bytes. 64 keys of 1 MiB
 // kept at most a few MiB of heap (it was 64 MiB and more), the names
 // observers see are at most MaxKeyLen bytes, and so are the Redis keys.
 func TestKeyedLongKeysBoundedInBytes(t *testing.T) {
@@ -198,7 +199,7 @@ func TestKeyedRedisKeyNamesBounded(t *testing.T) {
 	}
 }
 
-// Item 5: a keyed semaphore with a negative idle bound is refused at
+// A keyed semaphore with a negative idle bound is refused at
 // construction (it used to unlink the idle list's sentinel and panic on the
 // next Release).
 func TestKeyedOptionsValidated(t *testing.T) {

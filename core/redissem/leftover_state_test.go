@@ -1,7 +1,7 @@
 package redissem_test
 
-// Regression tests for issue 7 defects 9-14: state left in Redis (counts,
-// queue entries, tombstones) and Close.
+// State left in Redis after a fault (counts, queue entries, tombstones)
+// is repaired or refused, never kept as capacity lost.
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"github.com/distsem/distsem/internal/servertest"
 )
 
-// Defect 9: with a pinned limit, a holder set that expired while idle must
+// With a pinned limit, a holder set that expired while idle must
 // not leave its permits counted for good.
 func TestFaultPinnedLimitNoStrandedCount(t *testing.T) {
 	c, m := miniClient(t)
@@ -36,7 +36,7 @@ func TestFaultPinnedLimitNoStrandedCount(t *testing.T) {
 	ok(t, pm.Release(ctx))
 }
 
-// Defect 10: the clean-up of a timed-out TryAcquire may reach Redis before
+// The clean-up of a timed-out TryAcquire may reach Redis before
 // the acquire itself; the late acquire must then be refused.
 func TestFaultLateAcquireRefused(t *testing.T) {
 	p := newFaultProxy(t, servertest.RedisAddr(t))
@@ -62,7 +62,7 @@ func TestFaultLateAcquireRefused(t *testing.T) {
 	ok(t, op.Release(ctx))
 }
 
-// Defect 12: a release whose reply was lost after it took effect (and
+// A release whose reply was lost after it took effect (and
 // handed the permit to this process's own waiter) wakes the waiter at once,
 // not at the next heartbeat (TTL/3), and reports success.
 func TestFaultLostReplyResyncs(t *testing.T) {
@@ -98,7 +98,7 @@ func TestFaultLostReplyResyncs(t *testing.T) {
 	wantStats(t, other, 0, 0)
 }
 
-// Defect 13: lowering the limit fails at once every queued request heavier
+// Lowering the limit fails at once every queued request heavier
 // than it, not only the head.
 func TestFaultLowerLimitFailsHeavyWaiters(t *testing.T) {
 	forEach(t, func(t *testing.T, b backend) {

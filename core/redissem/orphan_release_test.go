@@ -14,7 +14,7 @@ import (
 	"github.com/distsem/distsem/internal/testwait"
 )
 
-// Issue 7 point 2: a waiter gave up while Redis was silent, and its
+// A waiter gave up while Redis was silent, and its
 // background clean-up gave up too (after a third of the TTL), leaving its
 // queue entry in Redis. When Redis answers again and grants that entry, the
 // grant's note must make this process release it, rather than leave the
