@@ -5,6 +5,10 @@
 // with an in-process TCP proxy (core/internal/faultproxy), SIGKILL, DEBUG
 // SLEEP and server restarts.
 //
+// Unlike the fault tests inside core/redissem (one fault, one call, one
+// assertion each), these are whole scenarios against the public API only:
+// several processes or semaphores under load through a fault, with figures.
+//
 // Every scenario asserts an invariant of core (no permit lost, no more
 // holders than the limit, every call bounded by its ctx, nothing leaked) and
 // logs what it measured twice: in words, and as one machine-readable line
