@@ -1,3 +1,6 @@
+// Test hooks: the package's unexported state and steps, exported to its
+// external tests (package redissem_test) only.
+
 package redissem
 
 import (
