@@ -4,7 +4,6 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +11,8 @@ import (
 
 	"modernc.org/sqlite"
 
+	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/internal/testwait"
 	"github.com/distsem/distsem/sqlmw"
 )
 
@@ -135,13 +136,18 @@ func TestSQLiteLimit(t *testing.T) {
 	for range limit {
 		<-gate.entered
 	}
-	deadline := time.Now().Add(10 * time.Second) // a guard, not a synchronisation
-	for st, _ := sem.Stats(t.Context()); st.Waiting != callers-limit; st, _ = sem.Stats(t.Context()) {
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting = %d, want %d (running %d)", st.Waiting, callers-limit, gate.running.Load())
+	var st core.Stats
+	queued := false
+	defer func() {
+		if !queued {
+			t.Logf("waiting = %d, want %d (running %d)", st.Waiting, callers-limit, gate.running.Load())
 		}
-		runtime.Gosched()
-	}
+	}()
+	testwait.Until(t, 10*time.Second, "the callers beyond the limit were not all queued", func() bool {
+		st, _ = sem.Stats(t.Context())
+		return st.Waiting == callers-limit
+	})
+	queued = true
 	if got := gate.running.Load(); got != limit {
 		t.Fatalf("running in SQLite = %d, want %d", got, limit)
 	}

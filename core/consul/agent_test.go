@@ -19,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/internal/testwait"
 )
 
 // The tests run against one real `consul agent -dev` that TestMain starts on
@@ -211,16 +212,13 @@ func stats(t *testing.T, s statser) core.Stats {
 // up after a minute.
 func waitQueued(t *testing.T, s statser, n int64) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	testwait.Until(t, time.Minute, fmt.Sprintf("fewer than %d callers queued", n), func() bool {
 		st := stats(t, s)
-		if st.Waiting == n {
-			return
-		}
-		if st.Waiting > n || time.Now().After(deadline) {
+		if st.Waiting > n {
 			t.Fatalf("waiting = %d, want %d", st.Waiting, n)
 		}
-	}
+		return st.Waiting == n
+	})
 }
 
 func wantStats(t *testing.T, s statser, inUse, waiting int64) {

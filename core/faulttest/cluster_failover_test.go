@@ -10,16 +10,17 @@ import (
 
 	"github.com/distsem/distsem/core/redissem"
 	"github.com/distsem/distsem/internal/servertest"
+	"github.com/distsem/distsem/internal/testwait"
 )
 
-// TestClusterFailover (issue 9, items 2 and 3): a master of a 3-master,
-// 3-replica Cluster is killed while 3 processes use six semaphores of
-// limit 2, two on each master. Before the fix the dead master's semaphores
-// failed with "connection refused" until go-redis's minute-long slot
-// refresh (24–44 s after the promotion), and every process whose one
-// subscription sat on the dead node slowed down everywhere. Now a
-// connection error reloads the slot map and the subscription moves to a
-// live node: the dead master's semaphores serve again soon after the
+// TestClusterFailover: a master of a 3-master, 3-replica Cluster is killed
+// while 3 processes use six semaphores of limit 2, two on each master.
+// Left to go-redis's minute-long slot refresh, the dead master's semaphores
+// would fail with "connection refused" for 24–44 s after the promotion, and
+// every process whose one subscription sat on the dead node would slow
+// down everywhere. Instead a connection error reloads the slot map and the
+// subscription moves to a live node: the dead master's semaphores serve
+// again soon after the
 // promotion (target 2 s; bound 3 s of the 4 s window, for a loaded machine), and the
 // semaphores of the healthy masters never hold more than their limit, nor
 // (crash) fewer for more than 1.5 s. The cluster runs with
@@ -83,7 +84,7 @@ func clusterFailover(t *testing.T, crash bool) {
 			t.Fatalf("CLUSTER FAILOVER: %v", err)
 		}
 	}
-	waitFor(t, "promotion of the dead master's replica", 30*time.Second, func() bool {
+	testwait.Until(t, 30*time.Second, "no promotion of the dead master's replica", func() bool {
 		role, err := rc.Do(ctx, "ROLE").Slice()
 		return err == nil && len(role) > 0 && role[0] == "master"
 	})

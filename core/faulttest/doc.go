@@ -5,6 +5,11 @@
 // with an in-process TCP proxy (core/internal/faultproxy), SIGKILL, DEBUG
 // SLEEP and server restarts.
 //
+// Unlike the fault tests inside core/redissem, which each check one
+// behaviour under one fault and may use that package's test hooks, these
+// are whole scenarios through redissem's exported API: processes or
+// semaphores under load through a fault, logged as figures.
+//
 // Every scenario asserts an invariant of core (no permit lost, no more
 // holders than the limit, every call bounded by its ctx, nothing leaked) and
 // logs what it measured twice: in words, and as one machine-readable line

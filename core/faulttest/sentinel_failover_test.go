@@ -9,15 +9,17 @@ import (
 
 	"github.com/distsem/distsem/core/redissem"
 	"github.com/distsem/distsem/internal/servertest"
+	"github.com/distsem/distsem/internal/testwait"
 )
 
-// TestSentinelFailoverFollowsMaster (issue 9, item 1): a graceful Sentinel
-// failover (and, for the figures, a crash of the master) while 3 processes × 8 goroutines use a semaphore of limit 4.
-// Before the fix every subscription stayed on the demoted master, so for
-// about 10 s each hand-off waited for a heartbeat (3–5 % of the rate), and
-// the releases lost with the old master left phantom holders that stopped
-// every grant for about 2 s. Now the subscription follows the master and
-// the process replays its recent releases on the new one. Bounds are loose
+// TestSentinelFailoverFollowsMaster: a graceful Sentinel failover (and, for
+// the figures, a crash of the master) while 3 processes × 8 goroutines use
+// a semaphore of limit 4. A subscription left on the demoted master would
+// make each hand-off wait for a heartbeat for about 10 s (3–5 % of the
+// rate), and the releases lost with the old master would leave phantom
+// holders that stop every grant for about 2 s. So the subscription must
+// follow the master, and the process replay its recent releases on the new
+// one. Bounds are loose
 // for a loaded machine (targets: gap ≤ 1 s, full rate ≤ 2 s); the figures
 // go to the log. The recorded timeline never holds more than the limit.
 func TestSentinelFailoverFollowsMaster(t *testing.T) {
@@ -53,7 +55,7 @@ func sentinelFailover(t *testing.T, crash bool) {
 	} else if err := sc.Failover(ctx, set.Master).Err(); err != nil {
 		t.Fatalf("SENTINEL FAILOVER: %v", err)
 	}
-	waitFor(t, "the sentinels to name the new master", 30*time.Second, func() bool {
+	testwait.Until(t, 30*time.Second, "the sentinels did not name the new master", func() bool {
 		a, err := set.MasterAddr(ctx)
 		return err == nil && a != old
 	})
@@ -88,9 +90,9 @@ func sentinelFailover(t *testing.T, crash bool) {
 	if s.peak > limit {
 		t.Errorf("over-admission: %d permits held at once, limit %d", s.peak, limit)
 	}
-	// Targets: gap ≤ 1 s, full rate ≤ 2 s after the switch. Before the fix,
-	// phantom holders (releases lost with the old master) stopped every
-	// grant for 2 s, then the deaf subscriptions slowed the rate.
+	// Targets: gap ≤ 1 s, full rate ≤ 2 s after the switch. Phantom holders
+	// (releases lost with the old master) would stop every grant for 2 s,
+	// and subscriptions left on the old master would then slow the rate.
 	if s.gap > 1500*time.Millisecond {
 		t.Errorf("no grant for %v after the failover, want at most 1.5s", s.gap)
 	}
@@ -102,19 +104,6 @@ func sentinelFailover(t *testing.T, crash bool) {
 // warmUp waits for the first grant, then 2 s for a steady rate.
 func warmUp(t testing.TB, l *load, name string) {
 	t.Helper()
-	waitFor(t, "grant", 20*time.Second, func() bool { return l.count(name, time.Time{}, time.Now()) > 0 })
+	testwait.Until(t, 20*time.Second, "no grant", func() bool { return l.count(name, time.Time{}, time.Now()) > 0 })
 	time.Sleep(2 * time.Second)
-}
-
-// waitFor polls ok every 20 ms up to bound, and fails the test if it never
-// holds.
-func waitFor(t testing.TB, what string, bound time.Duration, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(bound)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s after %v", what, bound)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

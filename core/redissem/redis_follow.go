@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The subscription follows the server that runs the scripts (issue 9).
+// The subscription follows the server that runs the scripts.
 //
 // go-redis makes a subscription once and, after a connection error, makes it
 // again on the same node; a Sentinel failover does not close it. So a

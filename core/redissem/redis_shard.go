@@ -12,7 +12,7 @@ import (
 
 // On Redis Cluster, PUBLISH reaches every node but counts only the
 // subscribers of the node that ran it, so a grant could not tell that the
-// waiter's process is gone (issue 7, defect 8). So each semaphore has its
+// waiter's process is gone. So each semaphore has its
 // own channel for this process, "<prefix>notify:{name}:<process>", a shard
 // channel in the semaphore's slot. A script may use it, as it is in the
 // script's slot: grant() counts its subscribers on the master (PUBSUB

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/distsem/distsem/examples/internal/clitest"
+	"github.com/distsem/distsem/internal/testwait"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -72,17 +73,18 @@ func TestGRPCLoad(t *testing.T) {
 	served := make(chan error, 1)
 	go func() { served <- g.serveGRPC(ctx) }()
 	defer func() { cancel(); <-served }()
-	for { // until the server listens
+	testwait.Until(t, 30*time.Second, "the server does not listen", func() bool {
 		if c, err := net.Dial("tcp", cfg.addr); err == nil {
 			c.Close()
-			break
+			return true
 		}
 		select {
 		case err := <-served:
 			t.Fatal(err)
-		case <-time.After(10 * time.Millisecond):
+		default:
 		}
-	}
+		return false
+	})
 
 	var out bytes.Buffer
 	if err := grpcLoad(t.Context(), cfg, &out); err != nil || !strings.Contains(out.String(), "OK                 4") {

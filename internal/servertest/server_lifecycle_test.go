@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/distsem/distsem/internal/servertest"
+	"github.com/distsem/distsem/internal/testwait"
 )
 
 // childEnv makes the test binary act as a process that starts the shared
@@ -165,11 +166,12 @@ func TestSharedServersDieWithProcess(t *testing.T) {
 // would itself delay the server's shutdown by authentication_timeout).
 func waitRefused(t *testing.T, addr string, hello []byte) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	const bound = 30 * time.Second
+	deadline := time.Now().Add(bound)
+	testwait.Until(t, bound, "a server still listens on "+addr+" after its test binary ended", func() bool {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err != nil {
-			return
+			return true
 		}
 		_ = c.SetDeadline(deadline)
 		if hello != nil {
@@ -177,10 +179,8 @@ func waitRefused(t *testing.T, addr string, hello []byte) {
 		}
 		_, _ = io.Copy(io.Discard, c) // until the server closes it
 		c.Close()
-		if time.Now().After(deadline) {
-			t.Fatalf("a server still listens on %s after its test binary ended", addr)
-		}
-	}
+		return false
+	})
 }
 
 // pgStartup is a PostgreSQL protocol 3.0 startup message for user and
