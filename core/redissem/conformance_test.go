@@ -155,12 +155,31 @@ var (
 )
 
 // TestConformance runs the conformance suite (core/semtest: tokens,
-// FIFO, weights, limits, Close, a hammer) on every backend of backends().
-// Backends in other modules run the same suite (core/consul).
+// FIFO, weights, limits, Close, a hammer, reentrancy) on every backend of
+// backends(). Backends in other modules run the same suite (core/consul).
 func TestConformance(t *testing.T) {
 	forEach(t, func(t *testing.T, b backend) {
 		semtest.Run(t, semtest.Backend{Name: b.name, New: func(t *testing.T, limit int64) semtest.Sem {
 			return b.new(t, limit)
 		}})
 	})
+}
+
+// TestKeyedConformance runs the suite on one key of every keyed backend,
+// the leased mode's included.
+func TestKeyedConformance(t *testing.T) {
+	keyed := keyedBackends()
+	keyed["leased-redis"] = func(t *testing.T, def int64, opts ...opt) *core.Keyed {
+		ropts := append([]redissem.Option{redissem.WithKeyPrefix(uniquePrefix(t))}, redisOpts(opts)...)
+		return redissem.NewLeasedKeyed(realClient(t), "routes", def, ropts...)
+	}
+	for name, newKeyed := range keyed {
+		t.Run(name, func(t *testing.T) {
+			semtest.Run(t, semtest.Backend{Name: name, New: func(t *testing.T, limit int64) semtest.Sem {
+				k := newKeyed(t, limit)
+				t.Cleanup(func() { _ = k.Close() })
+				return semtest.OneKey(k, "GET /reports")
+			}})
+		})
+	}
 }

@@ -54,6 +54,10 @@ func quorumBackends() []backend {
 			cs := clientsOf(t, masters(t, 3))
 			return closeAtCleanup(t, redissem.NewQuorum(cs, "conf", limit, redisOpts(opts)...))
 		}},
+		{"allof3", func(t *testing.T, limit int64, opts ...opt) sem {
+			cs := clientsOf(t, masters(t, 3))
+			return closeAtCleanup(t, redissem.NewAllOf(cs, "conf", limit, redisOpts(opts)...))
+		}},
 	}
 }
 

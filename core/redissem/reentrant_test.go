@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/semtest"
 )
 
 // reentrantSems lists one semaphore per backend, seen through the
@@ -21,26 +22,11 @@ func reentrantSems() map[string]func(t *testing.T, limit int64, opts ...opt) sem
 		m["keyed-"+name] = func(t *testing.T, limit int64, opts ...opt) sem {
 			k := newKeyed(t, limit, opts...)
 			t.Cleanup(func() { _ = k.Close() })
-			return keyedOne{k, "/route"}
+			return semtest.OneKey(k, "/route")
 		}
 	}
 	return m
 }
-
-type keyedOne struct {
-	k   *core.Keyed
-	key string
-}
-
-func (s keyedOne) Acquire(ctx context.Context, o ...core.AcquireOption) (*core.Permit, error) {
-	return s.k.Acquire(ctx, s.key, o...)
-}
-func (s keyedOne) TryAcquire(ctx context.Context, o ...core.AcquireOption) (*core.Permit, error) {
-	return s.k.TryAcquire(ctx, s.key, o...)
-}
-func (s keyedOne) Stats(ctx context.Context) (core.Stats, error) { return s.k.Stats(ctx, s.key) }
-func (s keyedOne) SetLimit(ctx context.Context, n int64) error   { return s.k.SetLimit(ctx, s.key, n) }
-func (s keyedOne) Close() error                                  { return s.k.Close() }
 
 // reentrantSem is a semaphore acquired through core.Reentrant and managed
 // (Stats, SetLimit, Close) through the semaphore it wraps.
