@@ -16,8 +16,9 @@ var errNoRights = errors.New("the Redis user lacks rights of the minimum ACL")
 // that a missing right fails that first call before any write. Until one
 // check succeeds, every call checks again (a right may be granted
 // meanwhile). It returns by ctx's end, also when the client does not honour
-// ctx deadlines. A failed check round trip returns its error; a user
-// without EVAL or EVALSHA gets Redis's own NOPERM error.
+// ctx deadlines. A failed check round trip returns its error. A user
+// without EVAL or EVALSHA is refused whether or not the server has the
+// scripts cached: by the check itself, or by Redis's own NOPERM error.
 func (s *Semaphore) checkRights(ctx context.Context) error {
 	b := s.b
 	if b.rightsOK.Load() {

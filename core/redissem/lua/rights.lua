@@ -11,6 +11,10 @@ local function need(...)
   if not redis.acl_check_cmd(...) then missing[#missing + 1] = string.lower((...)) end
 end
 local S, T, W, P = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+-- The scripts run by EVALSHA, and by EVAL when the server lacks them (after
+-- a restart or SCRIPT FLUSH): a user must have both, whatever is cached now.
+need('EVALSHA', 'f', '0')
+need('EVAL', 'return 1', '0')
 need('TIME')
 need('HMGET', S, 'f')
 need('HSET', S, 'f', 'v')
