@@ -41,16 +41,41 @@ func clusterFailover(t *testing.T, crash bool) {
 	defer admin.Close()
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
+	// The slot map, once every slot is served by one of the 3 masters: a
+	// Cluster just made may still answer with a node's older view.
+	var slots []redis.ClusterSlot
+	testwait.Until(t, 20*time.Second, "every slot served by one of the 3 masters", func() bool {
+		var err error
+		if slots, err = admin.ClusterSlots(ctx).Result(); err != nil {
+			return false
+		}
+		owners, covered := map[string]bool{}, 0
+		for _, s := range slots {
+			if len(s.Nodes) > 0 {
+				owners[s.Nodes[0].Addr] = true
+				covered += s.End - s.Start + 1
+			}
+		}
+		return len(owners) == 3 && covered == 16384
+	})
+	masterOf := func(name string) string {
+		slot, err := admin.ClusterKeySlot(ctx, "{"+name+"}").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range slots {
+			if int64(s.Start) <= slot && slot <= int64(s.End) && len(s.Nodes) > 0 {
+				return s.Nodes[0].Addr
+			}
+		}
+		return ""
+	}
 	// Two semaphore names on each master.
 	byMaster := map[string][]string{}
 	var names []string
 	for i := 0; len(names) < 6 && i < 1000; i++ {
 		name := fmt.Sprintf("cm%d", i)
-		n, err := admin.MasterForKey(ctx, "{"+name+"}")
-		if err != nil {
-			t.Fatal(err)
-		}
-		a := n.Options().Addr
+		a := masterOf(name)
 		if len(byMaster[a]) < 2 {
 			byMaster[a] = append(byMaster[a], name)
 			names = append(names, name)
