@@ -166,7 +166,7 @@ func (s *Semaphore) runAcquire(ctx context.Context, id string, a acquireSpec, tr
 	}
 	for attempt := 0; ; attempt++ {
 		deadline := s.serverDeadline(ctx, attempt > 0)
-		r, err := s.run(ctx, scriptAcquire, s.limit, id, a.weight, s.b.leaseArg(a.ttl), tryArg, deadline, checkLive, s.probe(try))
+		r, err := s.run(ctx, scriptAcquire, s.limit, id, a.weight, s.b.leaseArg(a.ttl), tryArg, deadline, s.probe(try))
 		if err != nil || r.deaf {
 			s.probeAt.Store(0) // the next one probes again
 		}
@@ -226,11 +226,6 @@ func (s *Semaphore) probe(try bool) any {
 	}
 	return "1"
 }
-
-// checkLive is the acquire script's check argument: always "1", grants
-// skip waiters whose process stopped listening (boxing a constant
-// allocates nothing).
-const checkLive = "1"
 
 func since(t time.Time) time.Duration {
 	if t.IsZero() {
