@@ -252,7 +252,7 @@ func (s *Semaphore) granted(ctx context.Context, id string, a acquireSpec, token
 // for at most a third of ttl (each try bounded by the operation timeout),
 // and stops retrying at Close. If it never arrives, the queue entry expires
 // by itself within 2/3 of ttl; a permit granted meanwhile is released when
-// its grant note reaches this process (redis_orphan.go), else within ttl.
+// its grant note reaches this process (redis_redo.go), else within ttl.
 func (s *Semaphore) leave(ctx context.Context, id string, ttl time.Duration) {
 	ctx = context.WithoutCancel(ctx)
 	if !s.b.goBackground(func() { s.releaseID(ctx, id, ttl, ttl/3, false) }) {

@@ -45,12 +45,11 @@ type redisBackend struct {
 	lastResub  time.Time
 	lastReload time.Time
 	lastReplay time.Time
-	recent     releaseRing // ids released within their lease, oldest first
+	redo       redoRing // ids to release again (redis_redo.go)
 	// waiters are the Acquire calls of this process that a grant note may
 	// name, by waiter id; sems tracks, per semaphore, what the loop renews.
 	waiters map[string]*redisWaiter
 	sems    map[*Semaphore]*semTrack
-	orphans map[string]orphan // abandoned waiter ids whose leave gave up (redis_orphan.go)
 	looping bool
 	closed  bool
 
@@ -82,7 +81,6 @@ func newRedisBackend(ctor string, client redis.UniversalClient, cfg config) *red
 		panic("redissem: " + ctor + " expects a non-nil client")
 	}
 	id := rand.Text()
-	cfg.fault = cfg.fault.resolve(cfg.leaseTTL)
 	// On Cluster, PUBLISH counts only the subscribers of the node that runs
 	// the script, so each semaphore gets its own shard channel, whose
 	// subscribers its slot's master counts (redis_shard.go).
@@ -139,19 +137,15 @@ func (b *redisBackend) deliver(notes []grantNote) {
 	if len(notes) == 0 {
 		return
 	}
-	type adopted struct {
-		id string
-		o  orphan
-	}
-	var free []adopted
+	var free []redo
 	b.mu.Lock()
 	for _, n := range notes {
 		w := b.waiters[n.id]
 		if w == nil {
 			// Already served, or gave up: its clean-up frees the grant,
 			// unless that clean-up gave up too (an orphan).
-			if o, ok := b.adoptOrphan(n); ok && !b.closed {
-				free = append(free, adopted{n.id, o})
+			if o, ok := b.redo.adoptOrphan(n); ok && !b.closed {
+				free = append(free, o)
 			}
 			continue
 		}
@@ -162,8 +156,8 @@ func (b *redisBackend) deliver(notes []grantNote) {
 		w.ch <- n
 	}
 	b.mu.Unlock()
-	for _, a := range free {
-		b.releaseOrphan(a.id, a.o)
+	for _, o := range free {
+		b.releaseOrphan(o)
 	}
 }
 

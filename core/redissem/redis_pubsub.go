@@ -168,7 +168,7 @@ func (b *redisBackend) receive(sc *sub, ps *redis.PubSub) {
 	backoff := 10 * time.Millisecond
 	for {
 		m, err := ps.Receive(ctx)
-		if b.sharded && midMigration(err) {
+		if b.sharded && clusterReplyOf(err) == replyMigrating {
 			b.shardMigrating(sc) // a reply to addShard's SSUBSCRIBE
 			continue
 		}
