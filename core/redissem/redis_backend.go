@@ -46,8 +46,11 @@ type redisBackend struct {
 	lastReload time.Time
 	lastReplay time.Time
 	redo       redoRing // ids to release again (redis_redo.go)
-	// waiters are the Acquire calls of this process that a grant note may
-	// name, by waiter id; sems tracks, per semaphore, what the loop renews.
+	// waiters is the one index of the Acquire calls of this process that a
+	// grant note may name, by waiter id; those queued in Redis are also
+	// linked, through their own fields, in their semaphore's semTrack
+	// (waitList), for the heartbeat. dropWaiter takes a waiter out of both.
+	// sems tracks, per semaphore, what the loop renews.
 	waiters map[string]*redisWaiter
 	sems    map[*Semaphore]*semTrack
 	looping bool
@@ -60,8 +63,8 @@ type redisBackend struct {
 }
 
 type semTrack struct {
-	held     map[*holder]time.Time   // permit -> local estimate of lease end
-	waiting  map[string]*redisWaiter // queued in Redis (after the script said so)
+	held     map[*holder]time.Time // permit -> local estimate of lease end
+	waiting  waitList              // queued in Redis (after the script said so)
 	nextBeat time.Time
 	reapAt   time.Time // earliest lease end seen, while waiting; zero if none
 	beating  bool      // a heartbeat is in flight
@@ -72,6 +75,55 @@ type redisWaiter struct {
 	id  string
 	ttl time.Duration
 	ch  chan grantNote // buffered: the single note that ends the wait
+
+	// Guarded by b.mu: the list of the semaphore's queued waiters that
+	// links this one (nil if none), and its neighbours in it.
+	in         *waitList
+	prev, next *redisWaiter
+}
+
+// waitList is a semaphore's queued waiters, linked through their fields,
+// so that a heartbeat lists them without scanning the other semaphores'
+// and a waiter leaves it in constant time. Guarded by b.mu.
+type waitList struct {
+	head *redisWaiter
+	n    int
+}
+
+func (l *waitList) push(w *redisWaiter) {
+	w.in, w.prev, w.next = l, nil, l.head
+	if l.head != nil {
+		l.head.prev = w
+	}
+	l.head = w
+	l.n++
+}
+
+func (l *waitList) unlink(w *redisWaiter) {
+	if w.prev != nil {
+		w.prev.next = w.next
+	} else {
+		l.head = w.next
+	}
+	if w.next != nil {
+		w.next.prev = w.prev
+	}
+	w.in, w.prev, w.next = nil, nil, nil
+	l.n--
+}
+
+// dropWaiter takes w out of the index (b.waiters, and its semaphore's
+// waitList if queued), and reports whether it was there: if not, its note
+// was delivered. b.mu must be held.
+func (b *redisBackend) dropWaiter(w *redisWaiter) bool {
+	if w.in != nil {
+		w.in.unlink(w)
+	}
+	if b.waiters[w.id] != w {
+		return false
+	}
+	delete(b.waiters, w.id)
+	return true
 }
 
 // newRedisBackend returns the machinery of ctor's semaphores on client,
@@ -149,10 +201,7 @@ func (b *redisBackend) deliver(notes []grantNote) {
 			}
 			continue
 		}
-		delete(b.waiters, n.id)
-		if t := b.sems[w.s]; t != nil {
-			delete(t.waiting, n.id)
-		}
+		b.dropWaiter(w)
 		w.ch <- n
 	}
 	b.mu.Unlock()
@@ -182,7 +231,9 @@ func (b *redisBackend) queued(w *redisWaiter, nextMS int64) {
 		return // closed, or already granted
 	}
 	t := b.track(w.s, w.ttl)
-	t.waiting[w.id] = w
+	if w.in == nil {
+		t.waiting.push(w)
+	}
 	if nextMS >= 0 {
 		at := time.Now().Add(time.Duration(nextMS+1) * time.Millisecond)
 		if t.reapAt.IsZero() || at.Before(t.reapAt) {
@@ -197,14 +248,7 @@ func (b *redisBackend) queued(w *redisWaiter, nextMS int64) {
 func (b *redisBackend) removeWaiter(w *redisWaiter) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if t := b.sems[w.s]; t != nil {
-		delete(t.waiting, w.id)
-	}
-	if b.waiters[w.id] != w {
-		return false
-	}
-	delete(b.waiters, w.id)
-	return true
+	return b.dropWaiter(w)
 }
 
 // hold tracks a granted permit for renewal. After Close it does not, and
@@ -248,7 +292,7 @@ func (b *redisBackend) unhold(s *Semaphore, p *holder) {
 func (b *redisBackend) track(s *Semaphore, ttl time.Duration) *semTrack {
 	t := b.sems[s]
 	if t == nil {
-		t = &semTrack{held: make(map[*holder]time.Time), waiting: make(map[string]*redisWaiter)}
+		t = &semTrack{held: make(map[*holder]time.Time)}
 		b.sems[s] = t
 	}
 	if beat := time.Now().Add(ttl / 3); t.nextBeat.IsZero() || beat.Before(t.nextBeat) {

@@ -223,7 +223,7 @@ func (b *redisBackend) resync() {
 func (b *redisBackend) resyncSem(s *Semaphore) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if t := b.sems[s]; t != nil && len(t.waiting) > 0 {
+	if t := b.sems[s]; t != nil && t.waiting.n > 0 {
 		t.nextBeat = time.Time{}
 		b.poke()
 	}
