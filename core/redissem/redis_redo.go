@@ -42,16 +42,25 @@ type redoRing struct {
 
 // push adds r, first dropping the entries that ended by now (from the
 // oldest, as the older ones end first unless their TTLs differ) and, when
-// full at maxRedo, the oldest one.
+// full at maxRedo, the oldest released id: a live orphan is moved to the
+// newest end instead, unless every entry is one, so that a busy process's
+// releases do not push out an orphan whose grant has yet to come.
 func (q *redoRing) push(r redo, now time.Time) {
 	for q.n > 0 {
 		old := &q.buf[q.head]
-		if now.Before(old.until) && q.n < maxRedo {
+		live := now.Before(old.until)
+		if live && q.n < maxRedo {
 			break
 		}
+		keep := *old
 		q.forget(old)
 		q.head = (q.head + 1) % len(q.buf)
 		q.n--
+		if live && keep.orphan && q.orphans < q.n {
+			q.buf[(q.head+q.n)%len(q.buf)] = keep
+			q.n++
+			q.orphans++
+		}
 	}
 	if q.n == len(q.buf) {
 		q.grow()

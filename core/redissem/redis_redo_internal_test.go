@@ -26,12 +26,29 @@ func TestRedoStore(t *testing.T) {
 	if _, ok := q.adoptOrphan(grantNote{id: "o", token: 5}); ok || q.orphans != 0 {
 		t.Fatalf("an orphan adopted twice (%d orphans kept)", q.orphans)
 	}
+	// Past the bound, released ids go first: orphans stay.
+	orphans := 0
 	for i := range maxRedo + 10 {
 		q.push(redo{s: s, id: strconv.Itoa(i), ttl: time.Hour, until: now.Add(time.Hour), orphan: i%2 == 0}, now)
+		if i%2 == 0 {
+			orphans++
+		}
 	}
-	live := 0
-	q.live(now, func(*redo) { live++ })
-	if q.n != maxRedo || live != maxRedo || q.orphans != maxRedo/2 {
-		t.Fatalf("%d entries, %d live, %d orphans; want %d, %d, %d", q.n, live, q.orphans, maxRedo, maxRedo, maxRedo/2)
+	live, kept := 0, 0
+	q.live(now, func(r *redo) {
+		live++
+		if r.orphan {
+			kept++
+		}
+	})
+	if q.n != maxRedo || live != maxRedo || q.orphans != orphans || kept != orphans {
+		t.Fatalf("%d entries, %d live, %d orphans (%d counted); want %d, %d, %d", q.n, live, kept, q.orphans, maxRedo, maxRedo, orphans)
+	}
+	// All orphans: the oldest goes.
+	for i := range maxRedo {
+		q.push(redo{s: s, id: "x" + strconv.Itoa(i), ttl: time.Hour, until: now.Add(time.Hour), orphan: true}, now)
+	}
+	if q.n != maxRedo || q.orphans != maxRedo {
+		t.Fatalf("%d entries, %d orphans; want %d of each", q.n, q.orphans, maxRedo)
 	}
 }
