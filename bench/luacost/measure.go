@@ -28,7 +28,7 @@ type cmdStat struct {
 // argsFor returns the KEYS and ARGV of a step's role for holder id; nil for
 // an unknown role (none: no KEYS or ARGV). distsem: the keys of core/redis_backend.go and the ARGV
 // of core/redis_acquire.go (limit 1, default lease TTL 10 s, a deadline 1 h
-// ahead, check 1; release with the tombstone TTL of the default op timeout,
+// ahead, no probe; release with the tombstone TTL of the default op timeout,
 // 4 s). The seed: bench/seedsem.
 func argsFor(role, sem string, seq int) []any {
 	tag := "luacost:{" + sem + "}:"
@@ -38,7 +38,7 @@ func argsFor(role, sem string, seq int) []any {
 	now := time.Now()
 	switch role {
 	case "acq", "facq":
-		return pack(keys, 1, ch, id, 1, 10000, 0, now.Add(time.Hour).UnixMicro(), "1", "0")
+		return pack(keys, 1, ch, id, 1, 10000, 0, now.Add(time.Hour).UnixMicro(), "0")
 	case "rel", "frel":
 		return pack(keys, 1, ch, id, 4000)
 	case "racq": // bench/refsem: holders zset, queue list; limit, id, ttl, channel

@@ -13,7 +13,7 @@ import (
 // a failover) costs no allocation per Release once it holds as many as it
 // keeps, whether old ones expire or the bound drops them (re-slicing and
 // appending would cost about one allocation per Release). It keeps the
-// newest maxReleased (4096) ids within their lease.
+// newest maxRedo (4096) ids within their lease.
 func TestNoteReleasedNoGrowth(t *testing.T) {
 	// No server: recording a release sends nothing.
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})

@@ -133,7 +133,7 @@ func (d *diffRun) step(step int) {
 		if d.rnd.IntN(10) == 0 {
 			deadline = d.now + d.rnd.Int64N(2000) - 1000
 		}
-		args = []any{d.limit, d.chans[d.rnd.IntN(len(d.chans))], id, w, ttl, try, deadline, d.flag(50), d.flag(10)}
+		args = []any{d.limit, d.chans[d.rnd.IntN(len(d.chans))], id, w, ttl, try, deadline, d.flag(10)}
 	} else {
 		op = "release"
 		id := d.pickID(5)

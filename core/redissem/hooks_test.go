@@ -80,14 +80,9 @@ func NoteReleases(s *Semaphore, id string, ttl time.Duration, n int) {
 // if its subscription moved now.
 func ReplayableReleases(s *Semaphore) int {
 	n := 0
-	now := time.Now()
 	s.b.mu.Lock()
 	defer s.b.mu.Unlock()
-	s.b.recent.all(func(r *released) {
-		if now.Sub(r.at) <= r.tt {
-			n++
-		}
-	})
+	s.b.redo.live(time.Now(), func(*redo) { n++ })
 	return n
 }
 

@@ -28,10 +28,27 @@ type config struct {
 	keyed    bool // WithLimits or WithMaxIdleKeys was given
 
 	fault        faultConfig   // options_fault.go
-	quorumDrift  time.Duration // WithClockDrift
-	quorumAnswer time.Duration // WithMasterTimeout
+	quorumDrift  time.Duration // WithClockDrift; 0: by lease (clockDrift)
+	quorumAnswer time.Duration // WithMasterTimeout; 0: by lease (masterTimeout)
 	quorumOpts   bool          // one of the two was given
 }
+
+// The defaults of this package's options, applied by buildConfig; the
+// options declared in core take core's defaults (core.ResolveOptions).
+const (
+	defaultOpTimeout = time.Second            // WithOperationTimeout
+	defaultFailures  = 3                      // WithCircuitBreaker
+	defaultCooldown  = 500 * time.Millisecond // WithCircuitBreaker
+	// WithOutageGrace: the smaller of maxOutageGrace and the default lease
+	// TTL / outageGraceDiv.
+	maxOutageGrace = 2 * time.Second
+	outageGraceDiv = 3
+	// WithClockDrift: the lease TTL / driftDiv + driftMin (Redlock's).
+	driftDiv = 100
+	driftMin = 2 * time.Millisecond
+	// WithMasterTimeout: the lease TTL / masterTimeoutDiv.
+	masterTimeoutDiv = 10
+)
 
 // What a constructor takes beyond the options every one of them takes.
 type takes int
@@ -69,7 +86,44 @@ func buildConfig(ctor string, t takes, opts []Option) config {
 			panic(fmt.Sprintf("redissem: %s must not be negative (0 means the default), got %v", d.name, d.d))
 		}
 	}
+	c.resolveDefaults()
 	return c
+}
+
+// resolveDefaults replaces the options left unset (zero) by their
+// defaults. The quorum's two depend on each Acquire's lease TTL: they are
+// applied by clockDrift and masterTimeout.
+func (c *config) resolveDefaults() {
+	f := &c.fault
+	if f.opTimeout == 0 {
+		f.opTimeout = defaultOpTimeout
+	}
+	if f.failures == 0 {
+		f.failures = defaultFailures
+	}
+	if f.cooldown == 0 {
+		f.cooldown = defaultCooldown
+	}
+	if f.outageGrace == 0 {
+		f.outageGrace = min(maxOutageGrace, c.leaseTTL/outageGraceDiv)
+	}
+}
+
+// clockDrift is the allowance of WithClockDrift for a lease of ttl.
+func (c *config) clockDrift(ttl time.Duration) time.Duration {
+	if c.quorumDrift > 0 {
+		return c.quorumDrift
+	}
+	return ttl/driftDiv + driftMin
+}
+
+// masterTimeout is how long a quorum Acquire of a lease of ttl waits for a
+// master to answer (WithMasterTimeout).
+func (c *config) masterTimeout(ttl time.Duration) time.Duration {
+	if c.quorumAnswer > 0 {
+		return c.quorumAnswer
+	}
+	return ttl / masterTimeoutDiv
 }
 
 func (c *config) observe(e core.Event) {

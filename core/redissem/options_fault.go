@@ -3,20 +3,14 @@ package redissem
 import "time"
 
 // faultConfig holds the options that bound the Redis backend's behaviour
-// under faults. Zero values mean the documented defaults.
+// under faults. buildConfig replaces the zero values by the defaults
+// (options.go); failures is then -1 when the breaker is disabled.
 type faultConfig struct {
 	opTimeout   time.Duration
 	failures    int
 	cooldown    time.Duration
 	outageGrace time.Duration
 }
-
-const (
-	defaultOpTimeout = time.Second
-	defaultFailures  = 3
-	defaultCooldown  = 500 * time.Millisecond
-	maxOutageGrace   = 2 * time.Second
-)
 
 // WithOperationTimeout bounds every round trip to Redis (one script,
 // including go-redis's own retries of it) to d, within the caller's ctx.
@@ -60,21 +54,4 @@ func WithCircuitBreaker(failures int, cooldown time.Duration) Option {
 // bounds it. The default is the smaller of 2s and TTL/3.
 func WithOutageGrace(d time.Duration) Option {
 	return func(c *config) { c.fault.outageGrace = d }
-}
-
-// resolve fills in the defaults.
-func (f faultConfig) resolve(leaseTTL time.Duration) faultConfig {
-	if f.opTimeout <= 0 {
-		f.opTimeout = defaultOpTimeout
-	}
-	if f.failures == 0 {
-		f.failures = defaultFailures
-	}
-	if f.cooldown <= 0 {
-		f.cooldown = defaultCooldown
-	}
-	if f.outageGrace <= 0 {
-		f.outageGrace = min(maxOutageGrace, leaseTTL/3)
-	}
-	return f
 }

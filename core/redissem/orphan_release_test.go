@@ -14,11 +14,11 @@ import (
 	"github.com/distsem/distsem/internal/testwait"
 )
 
-// A waiter gave up while Redis was silent, and its
-// background clean-up gave up too (after a third of the TTL), leaving its
-// queue entry in Redis. When Redis answers again and grants that entry, the
-// grant's note must make this process release it, rather than leave the
-// permit taken, unused, for the whole lease.
+// TestFaultOrphanGrantReleased: a waiter gave up while Redis was silent,
+// and its background clean-up gave up too (after a third of the TTL),
+// leaving its queue entry in Redis. When Redis answers again and grants
+// that entry, the grant's note must make this process release it, rather
+// than leave the permit taken, unused, for the whole lease.
 func TestFaultOrphanGrantReleased(t *testing.T) {
 	p := newFaultProxy(t, servertest.RedisAddr(t))
 	prefix := uniquePrefix(t)

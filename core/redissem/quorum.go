@@ -231,13 +231,6 @@ func (q *Quorum) quorum() int {
 	return int(n*l/(l+1)) + 1
 }
 
-func (q *Quorum) drift(ttl time.Duration) time.Duration {
-	if q.cfg.quorumDrift > 0 {
-		return q.cfg.quorumDrift
-	}
-	return ttl/100 + 2*time.Millisecond
-}
-
 // Acquire blocks until the required number of masters grant the permits
 // within the validity window, ctx ends, the semaphore is closed, or too
 // few masters can be reached (then the failure policy decides). On failure

@@ -95,7 +95,7 @@ func (q *Quorum) acquire(ctx context.Context, try bool, opts []core.AcquireOptio
 		}
 		h.ask(wctx, next)
 		next++
-		answer.Reset(q.masterTimeout(a.ttl))
+		answer.Reset(q.cfg.masterTimeout(a.ttl))
 	}
 	askNext()
 	waited := false
@@ -177,14 +177,6 @@ func pause(ctx context.Context, stop <-chan struct{}, d time.Duration) bool {
 	case <-stop:
 		return false
 	}
-}
-
-// masterTimeout is how long Acquire waits for a master to answer.
-func (q *Quorum) masterTimeout(ttl time.Duration) time.Duration {
-	if q.cfg.quorumAnswer > 0 {
-		return q.cfg.quorumAnswer
-	}
-	return ttl / 10
 }
 
 // ask sends master i a request. h.mu must be held.

@@ -36,7 +36,7 @@ func (h *quorumHold) finish(ctx context.Context, start time.Time, need int) (*co
 	h.mu.Unlock()
 	// The need-th latest known lease start bounds the window.
 	slices.SortFunc(gs, func(x, y grant) int { return y.start.Compare(x.start) })
-	validity := time.Until(gs[need-1].start.Add(h.a.ttl - q.drift(h.a.ttl)))
+	validity := time.Until(gs[need-1].start.Add(h.a.ttl - q.cfg.clockDrift(h.a.ttl)))
 	var tok, grantUS int64
 	for _, g := range gs {
 		if g.p.token > tok {
@@ -95,9 +95,7 @@ func (h *quorumHold) finish(ctx context.Context, start time.Time, need int) (*co
 // timeouts.
 func (h *quorumHold) raise(ctx context.Context, tok int64, perms []*holder) int {
 	ok := make(chan bool, len(perms))
-	// q.cfg's fault options are unresolved (0: the default); every
-	// master's backend holds them resolved, the same for all.
-	octx, cancel := context.WithTimeout(ctx, h.q.nodes[0].b.cfg.fault.opTimeout)
+	octx, cancel := context.WithTimeout(ctx, h.q.cfg.fault.opTimeout)
 	defer cancel()
 	for _, p := range perms {
 		s := p.s
@@ -156,7 +154,7 @@ func (h *quorumHold) rollbackBackground(ctx context.Context) {
 // cancelled), for at most WithMasterTimeout: a stalled master's request
 // may take longer, and gives back its grant by itself.
 func (h *quorumHold) waitRequests(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, h.q.masterTimeout(h.a.ttl))
+	ctx, cancel := context.WithTimeout(ctx, h.q.cfg.masterTimeout(h.a.ttl))
 	defer cancel()
 	waitGroup(ctx, &h.nodes)
 }

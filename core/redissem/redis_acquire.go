@@ -166,7 +166,7 @@ func (s *Semaphore) runAcquire(ctx context.Context, id string, a acquireSpec, tr
 	}
 	for attempt := 0; ; attempt++ {
 		deadline := s.serverDeadline(ctx, attempt > 0)
-		r, err := s.run(ctx, scriptAcquire, s.limit, id, a.weight, s.b.leaseArg(a.ttl), tryArg, deadline, checkLive, s.probe(try))
+		r, err := s.run(ctx, scriptAcquire, s.limit, id, a.weight, s.b.leaseArg(a.ttl), tryArg, deadline, s.probe(try))
 		if err != nil || r.deaf {
 			s.probeAt.Store(0) // the next one probes again
 		}
@@ -227,11 +227,6 @@ func (s *Semaphore) probe(try bool) any {
 	return "1"
 }
 
-// checkLive is the acquire script's check argument: always "1", grants
-// skip waiters whose process stopped listening (boxing a constant
-// allocates nothing).
-const checkLive = "1"
-
 func since(t time.Time) time.Duration {
 	if t.IsZero() {
 		return 0
@@ -257,7 +252,7 @@ func (s *Semaphore) granted(ctx context.Context, id string, a acquireSpec, token
 // for at most a third of ttl (each try bounded by the operation timeout),
 // and stops retrying at Close. If it never arrives, the queue entry expires
 // by itself within 2/3 of ttl; a permit granted meanwhile is released when
-// its grant note reaches this process (redis_orphan.go), else within ttl.
+// its grant note reaches this process (redis_redo.go), else within ttl.
 func (s *Semaphore) leave(ctx context.Context, id string, ttl time.Duration) {
 	ctx = context.WithoutCancel(ctx)
 	if !s.b.goBackground(func() { s.releaseID(ctx, id, ttl, ttl/3, false) }) {

@@ -45,12 +45,14 @@ type redisBackend struct {
 	lastResub  time.Time
 	lastReload time.Time
 	lastReplay time.Time
-	recent     releaseRing // ids released within their lease, oldest first
-	// waiters are the Acquire calls of this process that a grant note may
-	// name, by waiter id; sems tracks, per semaphore, what the loop renews.
+	redo       redoRing // ids to release again (redis_redo.go)
+	// waiters is the one index of the Acquire calls of this process that a
+	// grant note may name, by waiter id; those queued in Redis are also
+	// linked, through their own fields, in their semaphore's semTrack
+	// (waitList), for the heartbeat. dropWaiter takes a waiter out of both.
+	// sems tracks, per semaphore, what the loop renews.
 	waiters map[string]*redisWaiter
 	sems    map[*Semaphore]*semTrack
-	orphans map[string]orphan // abandoned waiter ids whose leave gave up (redis_orphan.go)
 	looping bool
 	closed  bool
 
@@ -61,8 +63,8 @@ type redisBackend struct {
 }
 
 type semTrack struct {
-	held     map[*holder]time.Time   // permit -> local estimate of lease end
-	waiting  map[string]*redisWaiter // queued in Redis (after the script said so)
+	held     map[*holder]time.Time // permit -> local estimate of lease end
+	waiting  waitList              // queued in Redis (after the script said so)
 	nextBeat time.Time
 	reapAt   time.Time // earliest lease end seen, while waiting; zero if none
 	beating  bool      // a heartbeat is in flight
@@ -73,6 +75,55 @@ type redisWaiter struct {
 	id  string
 	ttl time.Duration
 	ch  chan grantNote // buffered: the single note that ends the wait
+
+	// Guarded by b.mu: the list of the semaphore's queued waiters that
+	// links this one (nil if none), and its neighbours in it.
+	in         *waitList
+	prev, next *redisWaiter
+}
+
+// waitList is a semaphore's queued waiters, linked through their fields,
+// so that a heartbeat lists them without scanning the other semaphores'
+// and a waiter leaves it in constant time. Guarded by b.mu.
+type waitList struct {
+	head *redisWaiter
+	n    int
+}
+
+func (l *waitList) push(w *redisWaiter) {
+	w.in, w.prev, w.next = l, nil, l.head
+	if l.head != nil {
+		l.head.prev = w
+	}
+	l.head = w
+	l.n++
+}
+
+func (l *waitList) unlink(w *redisWaiter) {
+	if w.prev != nil {
+		w.prev.next = w.next
+	} else {
+		l.head = w.next
+	}
+	if w.next != nil {
+		w.next.prev = w.prev
+	}
+	w.in, w.prev, w.next = nil, nil, nil
+	l.n--
+}
+
+// dropWaiter takes w out of the index (b.waiters, and its semaphore's
+// waitList if queued), and reports whether it was there: if not, its note
+// was delivered. b.mu must be held.
+func (b *redisBackend) dropWaiter(w *redisWaiter) bool {
+	if w.in != nil {
+		w.in.unlink(w)
+	}
+	if b.waiters[w.id] != w {
+		return false
+	}
+	delete(b.waiters, w.id)
+	return true
 }
 
 // newRedisBackend returns the machinery of ctor's semaphores on client,
@@ -82,7 +133,6 @@ func newRedisBackend(ctor string, client redis.UniversalClient, cfg config) *red
 		panic("redissem: " + ctor + " expects a non-nil client")
 	}
 	id := rand.Text()
-	cfg.fault = cfg.fault.resolve(cfg.leaseTTL)
 	// On Cluster, PUBLISH counts only the subscribers of the node that runs
 	// the script, so each semaphore gets its own shard channel, whose
 	// subscribers its slot's master counts (redis_shard.go).
@@ -139,31 +189,24 @@ func (b *redisBackend) deliver(notes []grantNote) {
 	if len(notes) == 0 {
 		return
 	}
-	type adopted struct {
-		id string
-		o  orphan
-	}
-	var free []adopted
+	var free []redo
 	b.mu.Lock()
 	for _, n := range notes {
 		w := b.waiters[n.id]
 		if w == nil {
 			// Already served, or gave up: its clean-up frees the grant,
 			// unless that clean-up gave up too (an orphan).
-			if o, ok := b.adoptOrphan(n); ok && !b.closed {
-				free = append(free, adopted{n.id, o})
+			if o, ok := b.redo.adoptOrphan(n); ok && !b.closed {
+				free = append(free, o)
 			}
 			continue
 		}
-		delete(b.waiters, n.id)
-		if t := b.sems[w.s]; t != nil {
-			delete(t.waiting, n.id)
-		}
+		b.dropWaiter(w)
 		w.ch <- n
 	}
 	b.mu.Unlock()
-	for _, a := range free {
-		b.releaseOrphan(a.id, a.o)
+	for _, o := range free {
+		b.releaseOrphan(o)
 	}
 }
 
@@ -188,7 +231,9 @@ func (b *redisBackend) queued(w *redisWaiter, nextMS int64) {
 		return // closed, or already granted
 	}
 	t := b.track(w.s, w.ttl)
-	t.waiting[w.id] = w
+	if w.in == nil {
+		t.waiting.push(w)
+	}
 	if nextMS >= 0 {
 		at := time.Now().Add(time.Duration(nextMS+1) * time.Millisecond)
 		if t.reapAt.IsZero() || at.Before(t.reapAt) {
@@ -203,14 +248,7 @@ func (b *redisBackend) queued(w *redisWaiter, nextMS int64) {
 func (b *redisBackend) removeWaiter(w *redisWaiter) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if t := b.sems[w.s]; t != nil {
-		delete(t.waiting, w.id)
-	}
-	if b.waiters[w.id] != w {
-		return false
-	}
-	delete(b.waiters, w.id)
-	return true
+	return b.dropWaiter(w)
 }
 
 // hold tracks a granted permit for renewal. After Close it does not, and
@@ -254,7 +292,7 @@ func (b *redisBackend) unhold(s *Semaphore, p *holder) {
 func (b *redisBackend) track(s *Semaphore, ttl time.Duration) *semTrack {
 	t := b.sems[s]
 	if t == nil {
-		t = &semTrack{held: make(map[*holder]time.Time), waiting: make(map[string]*redisWaiter)}
+		t = &semTrack{held: make(map[*holder]time.Time)}
 		b.sems[s] = t
 	}
 	if beat := time.Now().Add(ttl / 3); t.nextBeat.IsZero() || beat.Before(t.nextBeat) {

@@ -21,9 +21,9 @@ func (b *redisBackend) close() error {
 	}
 	b.closed = true
 	ws := make([]*redisWaiter, 0, len(b.waiters))
-	for id, w := range b.waiters {
+	for _, w := range b.waiters {
 		ws = append(ws, w)
-		delete(b.waiters, id)
+		b.dropWaiter(w)
 	}
 	var lost []*holder
 	for s, t := range b.sems {

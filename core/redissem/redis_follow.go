@@ -2,8 +2,6 @@ package redissem
 
 import (
 	"context"
-	"errors"
-	"strings"
 	"sync"
 	"time"
 
@@ -136,107 +134,17 @@ func (b *redisBackend) reloadSlots() {
 	}
 }
 
-// migrating reports whether err is a Cluster reply that a retry resolves:
-// a slot being moved (TRYAGAIN, MOVED, ASK, after go-redis's own
-// redirects) or a cluster that is briefly down (CLUSTERDOWN).
-func migrating(err error) (bool, bool) {
-	var re redis.Error
-	if !errors.As(err, &re) {
-		return false, false
-	}
-	msg := err.Error()
-	for _, p := range []string{"TRYAGAIN", "MOVED ", "ASK "} {
-		if strings.HasPrefix(msg, p) {
-			return true, false
-		}
-	}
-	down := strings.HasPrefix(msg, "CLUSTERDOWN")
-	return down, down
-}
-
-// After a failover the new master may miss the last releases made on the
-// old one (asynchronous replication): their holders and waiters stay in its
-// keys as phantoms that block grants for up to a lease. So the backend
-// remembers the ids it released or took out of the queue within the last
-// lease, and when its subscription moves (a new master, or a new node),
-// runs their release again: the script is idempotent per id, so on a
-// server that saw the release it only answers, and on one that did not it
-// frees the phantom.
-
-// released is one id this process released, and when.
-type released struct {
-	s  *Semaphore
-	id string
-	at time.Time
-	tt time.Duration // lease TTL of the id
-}
-
 // replayEvery bounds how often the releases are run again: a signal that
 // the subscription was on the wrong server can be a false alarm (a grant
-// message slower than lateNoteUS), and each replay costs up to maxReleased
+// message slower than lateNoteUS), and each replay costs up to maxRedo
 // scripts.
 const replayEvery = time.Second
 
-// maxReleased bounds the memory of recent releases.
-const maxReleased = 4096
-
-// noteReleased remembers that id was released.
-func (b *redisBackend) noteReleased(s *Semaphore, id string, ttl time.Duration) {
-	now := time.Now()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.recent.push(released{s: s, id: id, at: now, tt: ttl}, now)
-}
-
-// releaseRing is the memory of recent releases, oldest first: a ring that
-// grows by doubling up to maxReleased entries and is then reused, so that
-// recording a release costs no allocation (appending to a re-sliced slice
-// cost one every few releases, about 170 B per Release).
-type releaseRing struct {
-	buf  []released // a ring: len(buf) is its capacity
-	head int        // the oldest entry
-	n    int        // entries in use
-}
-
-// push adds r, first dropping the entries whose lease ended by now (from
-// the oldest, as the older ones end first unless their TTLs differ) and,
-// when full at maxReleased, the oldest one.
-func (q *releaseRing) push(r released, now time.Time) {
-	for q.n > 0 {
-		old := &q.buf[q.head]
-		if now.Sub(old.at) <= old.tt && q.n < maxReleased {
-			break
-		}
-		*old = released{} // no longer pins its semaphore
-		q.head = (q.head + 1) % len(q.buf)
-		q.n--
-	}
-	if q.n == len(q.buf) {
-		q.grow()
-	}
-	q.buf[(q.head+q.n)%len(q.buf)] = r
-	q.n++
-}
-
-// grow doubles the ring (at least 16, at most maxReleased entries),
-// moving its entries to the front in order.
-func (q *releaseRing) grow() {
-	buf := make([]released, min(max(2*len(q.buf), 16), maxReleased))
-	for i := range q.n {
-		buf[i] = q.buf[(q.head+i)%len(q.buf)]
-	}
-	q.buf, q.head = buf, 0
-}
-
-// all calls f on each entry, oldest first.
-func (q *releaseRing) all(f func(*released)) {
-	for i := range q.n {
-		f(&q.buf[(q.head+i)%len(q.buf)])
-	}
-}
-
-// replayReleases runs again, in the background, the releases of the last
-// lease, and once more replayAgain later: a release that reached the old
+// replayReleases runs again, in the background, the releases of the ids in
+// the store (redis_redo.go): after a failover the new master may miss the
+// last releases made on the old one, whose holders and waiters then stay
+// in its keys as phantoms that block grants for up to a lease. It runs
+// them once more replayAgain later: a release that reached the old
 // master after the first pass (a connection of the pool still open to it)
 // was lost too.
 func (b *redisBackend) replayReleases() {
@@ -263,18 +171,21 @@ func (b *redisBackend) replayReleases() {
 // replayAgain is the delay of the second replay pass.
 const replayAgain = 300 * time.Millisecond
 
-// replayPass runs the recorded releases of the last lease again, 8 at a
-// time, and forgets them.
+// replayPass runs the releases of the store's live ids again, 8 at a time,
+// and forgets the ids but the orphans: a grant to one of them may still
+// come.
 func (b *redisBackend) replayPass() {
 	now := time.Now()
 	b.mu.Lock()
-	var todo []released
-	b.recent.all(func(r *released) {
-		if now.Sub(r.at) <= r.tt {
-			todo = append(todo, *r)
+	var todo []redo
+	var keep redoRing // the old ring's memory goes too: a replay is rare
+	b.redo.live(now, func(r *redo) {
+		todo = append(todo, *r)
+		if r.orphan {
+			keep.push(*r, now)
 		}
 	})
-	b.recent = releaseRing{} // its memory too: a replay is rare
+	b.redo = keep
 	b.mu.Unlock()
 	sem := make(chan struct{}, 8)
 	var wg sync.WaitGroup
@@ -290,7 +201,7 @@ func (b *redisBackend) replayPass() {
 			defer func() { <-sem; wg.Done() }()
 			ctx, cancel := context.WithTimeout(context.Background(), b.cfg.fault.opTimeout)
 			defer cancel()
-			_, _ = r.s.runScript(ctx, scriptRelease, false, r.s.limit, r.id, b.tombTTL(r.tt))
+			_, _ = r.s.runScript(ctx, scriptRelease, false, r.s.limit, r.id, b.tombTTL(r.ttl))
 		}()
 	}
 }

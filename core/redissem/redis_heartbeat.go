@@ -50,7 +50,7 @@ func (b *redisBackend) beat() time.Duration {
 	var jobs []beatJob
 	b.mu.Lock()
 	for s, t := range b.sems {
-		if len(t.held) == 0 && len(t.waiting) == 0 {
+		if len(t.held) == 0 && t.waiting.n == 0 {
 			// Kept until its next beat is due, so a semaphore acquired
 			// and released in turn does not make its state anew (and
 			// wake this loop) each time; the loop wakes then to drop it.
@@ -59,7 +59,7 @@ func (b *redisBackend) beat() time.Duration {
 			}
 			continue
 		}
-		reap := len(t.waiting) > 0 && !t.reapAt.IsZero() && !now.Before(t.reapAt)
+		reap := t.waiting.n > 0 && !t.reapAt.IsZero() && !now.Before(t.reapAt)
 		if t.beating || now.Before(t.nextBeat) && !reap {
 			continue
 		}
@@ -69,7 +69,8 @@ func (b *redisBackend) beat() time.Duration {
 			j.held = append(j.held, p)
 			ttl = min(ttl, time.Duration(p.ttl)*time.Millisecond)
 		}
-		for _, w := range t.waiting {
+		j.waiting = make([]*redisWaiter, 0, t.waiting.n)
+		for w := t.waiting.head; w != nil; w = w.next {
 			j.waiting = append(j.waiting, w)
 			ttl = min(ttl, w.ttl)
 		}
@@ -111,7 +112,7 @@ func (b *redisBackend) beat() time.Duration {
 	}
 	for _, t := range b.sems {
 		next = min(next, t.nextBeat.Sub(now))
-		if len(t.waiting) > 0 && !t.reapAt.IsZero() {
+		if t.waiting.n > 0 && !t.reapAt.IsZero() {
 			next = min(next, t.reapAt.Sub(now))
 		}
 	}
@@ -202,11 +203,9 @@ func (b *redisBackend) heartbeatOnce(s *Semaphore, held []*holder, waiting []*re
 // be held.
 func (b *redisBackend) failWaiters() {
 	for _, t := range b.sems {
-		for id, w := range t.waiting {
-			delete(t.waiting, id)
-			if b.waiters[id] == w {
-				delete(b.waiters, id)
-				w.ch <- grantNote{id: id, token: noteOutage}
+		for t.waiting.head != nil {
+			if w := t.waiting.head; b.dropWaiter(w) {
+				w.ch <- grantNote{id: w.id, token: noteOutage}
 			}
 		}
 	}

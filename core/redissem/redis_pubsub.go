@@ -168,7 +168,7 @@ func (b *redisBackend) receive(sc *sub, ps *redis.PubSub) {
 	backoff := 10 * time.Millisecond
 	for {
 		m, err := ps.Receive(ctx)
-		if b.sharded && midMigration(err) {
+		if b.sharded && clusterReplyOf(err) == replyMigrating {
 			b.shardMigrating(sc) // a reply to addShard's SSUBSCRIBE
 			continue
 		}
@@ -223,7 +223,7 @@ func (b *redisBackend) resync() {
 func (b *redisBackend) resyncSem(s *Semaphore) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if t := b.sems[s]; t != nil && len(t.waiting) > 0 {
+	if t := b.sems[s]; t != nil && t.waiting.n > 0 {
 		t.nextBeat = time.Time{}
 		b.poke()
 	}

@@ -138,12 +138,12 @@ func (b *redisBackend) callRetry(ctx context.Context, end time.Time, sc *redis.S
 		if err == nil {
 			return v, nil
 		}
-		retry, down := migrating(err)
+		kind := clusterReplyOf(err)
 		budget := migrateBudget
-		if down {
+		if kind == replyDown {
 			budget = downBudget
 		}
-		if !retry || time.Since(start)+backoff > budget || past(end, time.Now().Add(backoff)) {
+		if kind == replyOther || time.Since(start)+backoff > budget || past(end, time.Now().Add(backoff)) {
 			return v, err
 		}
 		t := time.NewTimer(backoff)

@@ -49,13 +49,32 @@ var errReplaced = errors.New("subscription replaced")
 // it gone (and the subscription is remade); the next wait subscribes it.
 var errMigrating = errors.New("slot migrating")
 
-// midMigration reports whether err is a reply for a slot in migration.
-func midMigration(err error) bool {
+// clusterReply is the kind of a Cluster error reply (clusterReplyOf).
+type clusterReply int
+
+const (
+	replyOther     clusterReply = iota // not one of the kinds below, or not a Redis reply
+	replyMigrating                     // ASK, TRYAGAIN: the slot is moving off this master, which still serves it
+	replyMoved                         // MOVED: another node serves the slot (after go-redis's own redirects)
+	replyDown                          // CLUSTERDOWN: the cluster is briefly down
+)
+
+// clusterReplyOf classifies err. The three kinds but replyOther are
+// resolved by a retry; replyMigrating also comes from the slot's master.
+func clusterReplyOf(err error) clusterReply {
 	var re redis.Error
 	if !errors.As(err, &re) {
-		return false
+		return replyOther
 	}
-	return strings.HasPrefix(re.Error(), "ASK ") || strings.HasPrefix(re.Error(), "TRYAGAIN")
+	switch msg := re.Error(); {
+	case strings.HasPrefix(msg, "ASK "), strings.HasPrefix(msg, "TRYAGAIN"):
+		return replyMigrating
+	case strings.HasPrefix(msg, "MOVED "):
+		return replyMoved
+	case strings.HasPrefix(msg, "CLUSTERDOWN"):
+		return replyDown
+	}
+	return replyOther
 }
 
 // shardWant is a shard channel in use: its semaphore, and when a wait last
@@ -233,7 +252,7 @@ func (b *redisBackend) shardPubSub(ctx context.Context, node *redis.Client, chan
 			wait = time.Until(d)
 		}
 		m, err := ps.ReceiveTimeout(ctx, max(wait, time.Millisecond))
-		if midMigration(err) {
+		if clusterReplyOf(err) == replyMigrating {
 			continue
 		}
 		if err != nil {
@@ -261,7 +280,7 @@ func (b *redisBackend) shardPubSub(ctx context.Context, node *redis.Client, chan
 // ASK or TRYAGAIN (key missing from a slot in migration) come from the
 // master too.
 func isMaster(ctx context.Context, node *redis.Client, key string) error {
-	if err := node.Eval(ctx, "return 1", []string{key}).Err(); err != nil && !midMigration(err) {
+	if err := node.Eval(ctx, "return 1", []string{key}).Err(); err != nil && clusterReplyOf(err) != replyMigrating {
 		return err
 	}
 	return nil

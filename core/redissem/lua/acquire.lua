@@ -1,6 +1,6 @@
 -- ARGV: limit, channel, id, weight, ttl_ms, try (1 or 0), deadline_us (0:
--- none), check (1: skip this waiter if its process stops listening), probe
--- (1: report whether anybody here listens on the caller's channel).
+-- none), probe (1: report whether anybody here listens on the caller's
+-- channel). A grant skips a queued waiter whose process no longer listens.
 -- Returns {code, value, limit, notes}: code 1 granted (value = token),
 -- 0 no permit (try), 2 queued (value = ms to the earliest lease end, or -1),
 -- -1 weight above the limit, -3 refused: delivered after deadline_us (Redis
@@ -38,8 +38,8 @@ else
     -- Probe first (before any write): with no subscriber of the caller's
     -- channel here, its subscription is on another server (a demoted
     -- master) and the caller must subscribe again.
-    if ARGV[9] == '1' and F.listeners(V.mychan) == 0 then deaf = 1 end
-    F.queue(id, w, ttl, ARGV[8] or '0')
+    if ARGV[8] == '1' and F.listeners(V.mychan) == 0 then deaf = 1 end
+    F.queue(id, w, ttl)
     -- The hint: ms to the earliest lease end (a lower bound, without
     -- another command: a waiter that reaps early is told again).
     code, value = 2, F.next_expiry()

@@ -30,12 +30,12 @@ do
         redis.call('ZADD', KEYS[2], at, id)
         return {1, tok, limit, {}, now_us}
       end
-    elseif qn > 0 and used >= limit and ARGV[6] ~= '1' and ARGV[9] ~= '1' then
+    elseif qn > 0 and used >= limit and ARGV[6] ~= '1' and ARGV[8] ~= '1' then
       -- Queued behind others: F.queue's writes.
       local alive = ALIVE(now, ttl)
       if not NEAR_EXPIRY(alive, exp) then
         local qseq = (tonumber(m[7]) or 0) + 1
-        local member = MEMBER(id, w, ttl, ARGV[8] or '0', ARGV[2])
+        local member = MEMBER(id, w, ttl, ARGV[2])
         redis.call('ZADD', KEYS[3], qseq, member)
         if alive < mine then
           redis.call('HSET', S, 'qseq', qseq, 'qn', qn + 1, '#' .. id, 'q' .. member, 'mine', alive)

@@ -28,12 +28,12 @@ do
       popped = popped or {}
       popped[#popped + 1] = h[2]
       popped[#popped + 1] = mem
-      local pw, pttl, check, n, rest = MEMBER_PARTS(mem)
+      local pw, pttl, n, rest = MEMBER_PARTS(mem)
       pw = tonumber(pw)
       if not pw or pw > limit or used + pw > limit then ok = false; break end
       n = tonumber(n)
       local ch, wid = string.sub(rest, 1, n), string.sub(rest, n + 1)
-      if ch ~= mychan and check ~= '0' and LISTENERS(ch) == 0 then ok = false; break end
+      if ch ~= mychan and LISTENERS(ch) == 0 then ok = false; break end
       used, hn, qn = used + pw, hn + 1, qn - 1
       tok = NEXT_TOKEN(tok, now_us)
       local lat = now + tonumber(pttl)

@@ -19,10 +19,10 @@ local function NEXT_TOKEN(tok, now_us) return math.max(tok + 1, now_us) end
 local function HOLDER(w, tok, now_us) return string.format('h%d:%d:%d', w, tok, now_us) end
 -- The weight of a holder's field.
 local function WEIGHT(h) return tonumber(string.match(h, '^h(%d+):')) end
--- A waiter's member of W, and its parts: weight, ttl, check, the channel's
--- length, then the channel and the id.
-local function MEMBER(id, w, ttl, check, ch) return string.format('%d:%d:%s:%d:', w, ttl, check, #ch) .. ch .. id end
-local function MEMBER_PARTS(m) return string.match(m, '^(%d+):(%d+):(%d):(%d+):(.*)$') end
+-- A waiter's member of W, and its parts: weight, ttl, the channel's length,
+-- then the channel and the id.
+local function MEMBER(id, w, ttl, ch) return string.format('%d:%d:%d:', w, ttl, #ch) .. ch .. id end
+local function MEMBER_PARTS(m) return string.match(m, '^(%d+):(%d+):(%d+):(.*)$') end
 -- A waiter stays queued for 2/3 of its lease TTL after each heartbeat (sent
 -- every TTL/3), so a dead process's waiters always leave the queue before
 -- the leases renewed by its last heartbeat end.

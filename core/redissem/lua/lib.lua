@@ -14,7 +14,7 @@
 --                     the queue (2), adopted away (3), released by id (4)
 --   2 T  zset: every id of S -> its end (ms, Redis TIME): a holder's lease
 --        end; OFF + a waiter's liveness end or a tombstone's end
---   3 W  zset: the queue: member '<weight>:<ttl_ms>:<check>:<#chan>:<chan><id>'
+--   3 W  zset: the queue: member '<weight>:<ttl_ms>:<#chan>:<chan><id>'
 --        -> arrival sequence; a grant pops the head with everything it needs
 --   4 P  string: the limit pinned by SetLimit (never expires)
 -- Invariants: T holds exactly the ids that have a field, and hn + qn + xn
@@ -236,18 +236,17 @@ end
 -- alive records the end of a waiter's liveness (ALIVE).
 function F.alive(ttl) return F.e_end(ALIVE(V.now, ttl)) end
 
--- parse splits W's member m (MEMBER) into weight, ttl, check, channel and
--- id.
+-- parse splits W's member m (MEMBER) into weight, ttl, channel and id.
 function F.parse(m)
-  local w, ttl, check, n, rest = MEMBER_PARTS(m)
+  local w, ttl, n, rest = MEMBER_PARTS(m)
   if not w then return nil end
   n = tonumber(n)
-  return tonumber(w), tonumber(ttl), check, string.sub(rest, 1, n), string.sub(rest, n + 1)
+  return tonumber(w), tonumber(ttl), string.sub(rest, 1, n), string.sub(rest, n + 1)
 end
 
 -- queue puts waiter id at the tail.
-function F.queue(id, w, ttl, check)
-  local m = MEMBER(id, w, ttl, check, V.mychan)
+function F.queue(id, w, ttl)
+  local m = MEMBER(id, w, ttl, V.mychan)
   V.qseq, V.qn = V.qseq + 1, V.qn + 1
   redis.call('ZADD', V.W, V.qseq, m)
   F.tadd(OFF + F.alive(ttl), id)
@@ -258,7 +257,7 @@ end
 -- arrival sequence seq, or skips it; V.stop is set if it does not fit (it
 -- goes back to the head, and grant() stops there).
 function F.grant_head(m, seq)
-  local w, ttl, check, ch, id = F.parse(m)
+  local w, ttl, ch, id = F.parse(m)
   if w and w <= V.limit and V.used + w > V.limit then
     redis.call('ZADD', V.W, seq, m)
     V.stop = true
@@ -271,7 +270,7 @@ function F.grant_head(m, seq)
     F.put('#' .. id, false)
     redis.call('ZREM', V.T, id)
     F.note(ch, id, -1)
-  elseif ch == V.mychan or check == '0' or F.listeners(ch) > 0 then
+  elseif ch == V.mychan or F.listeners(ch) > 0 then
     -- hold() counts the holder, and its lease end replaces the waiter's
     -- end in T.
     F.note(ch, id, F.hold(id, w, ttl))
@@ -366,7 +365,7 @@ function F.derive()
   end
   if #stray > 0 then F.chunked('ZREM', V.W, stray) end
   for m, id in pairs(want) do
-    local _, _, _, ch = F.parse(m)
+    local _, _, ch = F.parse(m)
     redis.call('ZREM', V.T, id)
     F.put('#' .. id, false)
     if ch then F.note(ch, id, -2) end

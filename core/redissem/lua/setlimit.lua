@@ -10,7 +10,7 @@ F.purge()
 F.check()
 local members = redis.call('ZRANGE', V.W, 0, -1)
 for i = 1, #members do
-  local w, _, _, ch, id = F.parse(members[i])
+  local w, _, ch, id = F.parse(members[i])
   if w and w > V.limit then
     redis.call('ZREM', V.W, members[i])
     redis.call('ZREM', V.T, id)
