@@ -10,7 +10,7 @@ import (
 )
 
 // Every decision is one Lua script: the constants (lua/const.lua), the
-// clock (lua/head.lua), the shared prelude (lua/lib.lua) and the script's
+// clock (lua/head.lua), the shared prelude (lua/lib*.lua) and the script's
 // own body. go-redis runs them with EVALSHA and falls back to EVAL when the
 // server does not have the script yet. The two scripts of the busy path
 // read their state first (lua/state.lua) and have fast paths
@@ -27,7 +27,12 @@ var (
 	//go:embed lua/inline.lua
 	luaInline string
 	//go:embed lua/lib.lua
-	luaLib string
+	luaLibBusy string
+	//go:embed lua/lib_handoff.lua
+	luaLibHandoff string
+	//go:embed lua/lib_rare.lua
+	luaLibRare string
+	luaLib     = luaLibBusy + luaLibHandoff + luaLibRare
 	//go:embed lua/fast_acquire.lua
 	luaFastAcquire string
 	//go:embed lua/fast_release.lua

@@ -1,0 +1,152 @@
+-- The prelude, continued (lib.lua, lib_handoff.lua): the rarely used
+-- functions, and the table that makes the lazy parts on first use.
+local function cold()
+-- chunked runs cmd key args..., in chunks (unpack is bounded).
+function F.chunked(cmd, key, args)
+  for i = 1, #args, 1000 do redis.call(cmd, key, unpack(args, i, math.min(i + 999, #args))) end
+end
+
+-- tflush sends the ends that tadd() collected, before the script reads T.
+function F.tflush()
+  if #V.tz > 0 then F.chunked('ZADD', V.T, V.tz) end
+  V.tz = {}
+end
+
+-- expire extends the expiry of every key to V.exp, and (re)creates the
+-- sentinels: a zset lost apart from S gets one again.
+function F.expire()
+  for _, k in ipairs({V.T, V.W}) do redis.call('ZADD', k, 'NX', SENTINEL_S, '') end
+  for _, k in ipairs({V.S, V.T, V.W}) do redis.call('PEXPIREAT', k, V.exp) end
+end
+
+function F.weight_of(info) return WEIGHT(info) end
+
+function F.is_tomb(v) return v and string.sub(v, 1, 1) == 'x' end
+
+-- hmget returns S's fields '#'..id for ids (in chunks: unpack is bounded),
+-- as this script left them.
+function F.hmget(ids)
+  local out = {}
+  for i = 1, #ids, 1000 do
+    local f = {}
+    for j = i, math.min(i + 999, #ids) do f[#f + 1] = '#' .. ids[j] end
+    local v = redis.call('HMGET', V.S, unpack(f))
+    for j = 1, #f do
+      local p = V.pend[f[j]]
+      if p == nil then out[#out + 1] = v[j] or false else out[#out + 1] = p end
+    end
+  end
+  return out
+end
+
+-- derive recomputes the counts from T and its ids' fields, and makes W
+-- agree with them: a member of W that is not a waiter's goes, and so does a
+-- waiter missing from W (lost apart; its process is told it is no longer
+-- queued, and queues again).
+function F.derive()
+  F.tflush()
+  local ids = redis.call('ZRANGE', V.T, 0, -1)
+  if ids[#ids] == '' then ids[#ids] = nil end
+  local v = F.hmget(ids)
+  local used, hn, qn, xn, want = 0, 0, 0, 0, {}
+  for i = 1, #ids do
+    local k = v[i] and string.sub(v[i], 1, 1)
+    if k == 'h' then
+      used, hn = used + F.weight_of(v[i]), hn + 1
+    elseif k == 'q' then
+      want[string.sub(v[i], 2)] = ids[i]
+    elseif k == 'x' then
+      xn = xn + 1
+    end
+  end
+  local members = redis.call('ZRANGE', V.W, 0, -1)
+  local stray = {}
+  for i = 1, #members do
+    local m = members[i]
+    if want[m] then
+      want[m] = nil
+      qn = qn + 1
+    elseif m ~= '' then
+      stray[#stray + 1] = m
+    end
+  end
+  if #stray > 0 then F.chunked('ZREM', V.W, stray) end
+  for m, id in pairs(want) do
+    local _, _, ch = F.parse(m)
+    redis.call('ZREM', V.T, id)
+    F.put('#' .. id, false)
+    if ch then F.note(ch, id, -2) end
+  end
+  V.used, V.hn, V.qn, V.xn = used, hn, qn, xn
+end
+
+-- reap is purge()'s work, then it finds the new lower bounds: minl, the
+-- earliest lease end, exactly (T's first score, if a lease's), and mine
+-- from the earliest other end, no sooner than SLACK.
+function F.reap()
+  F.tflush()
+  local now = V.now
+  if now >= V.minl then
+    F.reap_range('-inf', now)
+    local h = redis.call('ZRANGE', V.T, 0, 0, 'WITHSCORES')
+    local e = tonumber(h[2])
+    V.minl = e and e < OFF and e or SENTINEL
+  end
+  if now >= V.mine then
+    F.reap_range(OFF, OFF + now)
+    local h = redis.call('ZRANGEBYSCORE', V.T, OFF, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+    local e = tonumber(h[2])
+    V.mine = math.max(e and e < SENTINEL and e - OFF or SENTINEL, now + SLACK)
+  end
+  if V.used < 0 or V.hn < 0 or V.qn < 0 or V.xn < 0 then F.derive() end
+end
+
+-- reap_range drops the ids of T scored lo to hi, and their records.
+function F.reap_range(lo, hi)
+  local gone = redis.call('ZRANGEBYSCORE', V.T, lo, hi)
+  if #gone == 0 then return end
+  local v = F.hmget(gone)
+  local dead = {}
+  for i = 1, #gone do
+    local k = v[i] and string.sub(v[i], 1, 1)
+    if k == 'h' then
+      V.used, V.hn = V.used - F.weight_of(v[i]), V.hn - 1
+    elseif k == 'q' then
+      dead[#dead + 1] = string.sub(v[i], 2)
+      V.qn = V.qn - 1
+    elseif k == 'x' then
+      V.xn = V.xn - 1
+    end
+    F.put('#' .. gone[i], false)
+  end
+  if #dead > 0 then F.chunked('ZREM', V.W, dead) end
+  redis.call('ZREMRANGEBYSCORE', V.T, lo, hi)
+end
+
+-- check compares the sizes of T and W with the counts (two commands), and
+-- recomputes the counts if they differ or went negative.
+function F.check()
+  F.tflush()
+  if V.used < 0 or redis.call('ZCARD', V.T) ~= V.hn + V.qn + V.xn + 1
+    or redis.call('ZCARD', V.W) ~= V.qn + 1 then
+    F.derive()
+  end
+end
+
+-- unqueue takes waiter id, whose field is cur, out of the queue (its field
+-- is left to the caller).
+function F.unqueue(id, cur)
+  redis.call('ZREM', V.W, string.sub(cur, 2))
+  V.qn = V.qn - 1
+end
+
+end -- cold
+local made = 0
+setmetatable(F, {__index = function(f, k)
+  while made < 2 do
+    made = made + 1
+    if made == 1 then warm() else cold() end
+    local v = rawget(f, k)
+    if v ~= nil then return v end
+  end
+end})
