@@ -4,14 +4,10 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 	"unicode"
 
 	"github.com/distsem/distsem/core"
 )
-
-// minLeaseTTL is the shortest lease: core refuses a shorter one.
-const minLeaseTTL = 100 * time.Millisecond
 
 func unavailable(op, name string, cause error) error {
 	return fmt.Errorf("%w: %s %q: %w", core.ErrUnavailable, op, name, cause)

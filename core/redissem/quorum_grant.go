@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/distsem/distsem/core"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // finish checks the validity window of the grants and raises the masters'
@@ -92,35 +94,40 @@ func (h *quorumHold) finish(ctx context.Context, start time.Time, need int) (*co
 // end, whatever they do (also when the client does not honour ctx
 // deadlines): a master that has not answered by then counts as not
 // raised, and its round trip ends in the background by the client's own
-// timeouts.
+// timeouts (its backend's Close waits for it).
 func (h *quorumHold) raise(ctx context.Context, tok int64, perms []*holder) int {
-	ok := make(chan bool, len(perms))
 	// q.cfg's fault options are unresolved (0: the default); every
 	// master's backend holds them resolved, the same for all.
 	octx, cancel := context.WithTimeout(ctx, h.q.nodes[0].b.cfg.fault.opTimeout)
 	defer cancel()
+	done := make(chan *redis.Cmd, len(perms))
+	raised, asked := 0, 0
 	for _, p := range perms {
-		s := p.s
 		if p.token == tok {
-			ok <- true
+			raised++
 			continue
 		}
-		go func() {
-			n, err := scriptQuorumFloor.Run(octx, s.b.client, s.keys[:1], tok).Int()
-			if err != nil {
-				s.b.report(s.label, unavailable("raise token", s.name, err))
-			}
-			ok <- err == nil && n == 1
-		}()
+		p.s.b.startScript(octx, scriptQuorumFloor, p.s.keys[:1], []any{tok}, done)
+		asked++
 	}
-	raised := 0
-	for range perms {
+	report := func(err error) {
+		s := perms[0].s // every master's semaphore has the same name and label
+		s.b.report(s.label, unavailable("raise token", s.name, err))
+	}
+	for ; asked > 0; asked-- {
 		select {
-		case r := <-ok:
-			if r {
+		case c := <-done:
+			n, err := c.Int()
+			if err != nil {
+				report(err)
+			}
+			if err == nil && n == 1 {
 				raised++
 			}
 		case <-octx.Done():
+			for ; asked > 0; asked-- {
+				report(octx.Err())
+			}
 			return raised
 		}
 	}

@@ -58,6 +58,7 @@ type redisBackend struct {
 	stop    chan struct{}
 	beatSem chan struct{} // bounds the heartbeats in flight
 	wg      sync.WaitGroup
+	trips   inflight // the round trips in goroutines (redis_run.go)
 }
 
 type semTrack struct {
@@ -126,7 +127,7 @@ func (b *redisBackend) semaphore(name string, limit int64, owned bool) *Semaphor
 		// The channel's hash tag is the semaphore's: the same slot.
 		s.notify = b.cfg.prefix + "notify:{" + name + "}:" + strings.TrimPrefix(b.channel, b.cfg.prefix+"notify:")
 	}
-	s.args = newEvalArgs(s.keys, s.notify)
+	s.notifyArg = s.notify
 	s.fallback = newFallback(name, b.cfg)
 	return s
 }

@@ -64,6 +64,8 @@ func (b *redisBackend) adoptOrphan(n grantNote) (orphan, bool) {
 // cool-down. If they give up too, the id is remembered again.
 func (b *redisBackend) releaseOrphan(id string, o orphan) {
 	b.goBackground(func() {
-		_, _ = o.s.releaseID(context.Background(), id, o.ttl, o.ttl, false)
+		ctx, cancel := bound(context.Background(), o.ttl)
+		defer cancel()
+		_, _ = o.s.releaseID(ctx, id, o.ttl, false)
 	})
 }
