@@ -107,7 +107,7 @@ func (h *quorumHold) raise(ctx context.Context, tok int64, perms []*holder) int 
 			raised++
 			continue
 		}
-		p.s.b.startScript(octx, scriptQuorumFloor, p.s.keys[:1], []any{tok}, done)
+		p.s.b.startScript(octx, scriptQuorumFloor, scriptCmd(scriptQuorumFloor, p.s.keys[:1], tok), done)
 		asked++
 	}
 	report := func(err error) {

@@ -12,18 +12,18 @@ import (
 // Semaphore is a semaphore shared by every process that uses the same
 // Redis, key prefix and name. See the package documentation for its guarantees.
 type Semaphore struct {
-	b         *redisBackend
-	name      string
-	label     string // the name observers see: name, or the key of a keyed one
-	notify    string // channel of this process's grants (per semaphore on Cluster)
-	keys      []string
-	limit     int64 // configured; the limit stored in Redis wins
-	owned     bool  // Close closes b
-	fallback  *core.Local
-	notifyArg any          // notify, boxed once: an argument of every script
-	clock     serverClock  // Redis TIME against the local clock
-	seen      atomic.Int64 // the limit in force, as the last script said (Quorum)
-	probeAt   atomic.Int64 // unix ns: the next queued Acquire probes its channel (redis_acquire.go)
+	b        *redisBackend
+	name     string
+	label    string // the name observers see: name, or the key of a keyed one
+	notify   string // channel of this process's grants (per semaphore on Cluster)
+	keys     []string
+	limit    int64 // configured; the limit stored in Redis wins
+	owned    bool  // Close closes b
+	fallback *core.Local
+	args     evalArgs     // keys and notify, boxed once for the scripts (redis_run.go)
+	clock    serverClock  // Redis TIME against the local clock
+	seen     atomic.Int64 // the limit in force, as the last script said (Quorum)
+	probeAt  atomic.Int64 // unix ns: the next queued Acquire probes its channel (redis_acquire.go)
 }
 
 var _ core.Semaphore = (*Semaphore)(nil)
@@ -132,21 +132,23 @@ func (s *Semaphore) Stats(ctx context.Context) (core.Stats, error) {
 // Close takes this process's queued Acquire calls out of the Redis queue
 // (each leave bounded by the operation timeout, all at once), then stops the
 // pub/sub listener, the renewal loop and the background clean-up and waits
-// for them, and for every round trip to Redis still in flight, also those
-// whose caller already returned (an Acquire or Release returns when its ctx
-// ends, even while Redis stalls). A round trip ends once its ctx (at most
-// the operation timeout) has ended and the client's pending write and read
-// have ended by its own WriteTimeout and ReadTimeout (go-redis stops
-// retrying and dialing once the ctx ends). So Close returns within about
-// the operation timeout plus the client's WriteTimeout and ReadTimeout
-// (3s each by default; the client's ctx deadline instead, sooner, with
-// ContextTimeoutEnabled); with the client's timeouts disabled (-1), a
-// stalled Redis holds Close until it answers or the connection breaks. Queued Acquire calls return ErrClosed, and so do later ones; an
+// for them. Queued Acquire calls return ErrClosed, and so do later ones; an
 // Acquire whose grant reached this process before Close returns that permit,
 // already lost, and no permit is granted after Close. Permits still held are
 // no longer renewed and their Lost channels are closed; Release still
 // returns them at once, otherwise they come back when their lease ends.
 // Close does not close the Redis client.
+//
+// Close also waits for every round trip to Redis still in flight, also one
+// whose caller already returned (a call returns when its ctx ends, even
+// while Redis stalls). A round trip's ctx ends within the operation
+// timeout; go-redis then stops retrying, dialing and waiting for a pooled
+// connection, and the write or read under way ends by the client's own
+// WriteTimeout and ReadTimeout (3s each by default), or by the ctx deadline
+// with ContextTimeoutEnabled. So Close returns within about the operation
+// timeout plus the client's WriteTimeout and ReadTimeout; with those
+// timeouts disabled (-1), a stalled Redis holds Close until it answers or
+// the connection breaks.
 func (s *Semaphore) Close() error {
 	if !s.owned {
 		return nil

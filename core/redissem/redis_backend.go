@@ -127,7 +127,7 @@ func (b *redisBackend) semaphore(name string, limit int64, owned bool) *Semaphor
 		// The channel's hash tag is the semaphore's: the same slot.
 		s.notify = b.cfg.prefix + "notify:{" + name + "}:" + strings.TrimPrefix(b.channel, b.cfg.prefix+"notify:")
 	}
-	s.notifyArg = s.notify
+	s.args = newEvalArgs(s.keys, s.notify)
 	s.fallback = newFallback(name, b.cfg)
 	return s
 }

@@ -261,7 +261,7 @@ func (b *redisBackend) shardPubSub(ctx context.Context, node *redis.Client, chan
 // ASK or TRYAGAIN (key missing from a slot in migration) come from the
 // master too.
 func isMaster(ctx context.Context, node *redis.Client, key string) error {
-	if err := scriptPing.Run(ctx, node, []string{key}).Err(); err != nil && !midMigration(err) {
+	if err := evalSHA(ctx, node, scriptPing, scriptCmd(scriptPing, []string{key})).Err(); err != nil && !midMigration(err) {
 		return err
 	}
 	return nil
