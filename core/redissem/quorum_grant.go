@@ -100,35 +100,39 @@ func (h *quorumHold) raise(ctx context.Context, tok int64, perms []*holder) int 
 	// master's backend holds them resolved, the same for all.
 	octx, cancel := context.WithTimeout(ctx, h.q.nodes[0].b.cfg.fault.opTimeout)
 	defer cancel()
-	done := make(chan *redis.Cmd, len(perms))
-	raised, asked := 0, 0
+	raised := 0
+	var asked []*holder
+	var dones []chan *redis.Cmd
 	for _, p := range perms {
 		if p.token == tok {
 			raised++
 			continue
 		}
+		done := make(chan *redis.Cmd, 1)
 		p.s.b.startScript(octx, scriptQuorumFloor, scriptCmd(scriptQuorumFloor, p.s.keys[:1], tok), done)
-		asked++
+		asked, dones = append(asked, p), append(dones, done)
 	}
-	report := func(err error) {
-		s := perms[0].s // every master's semaphore has the same name and label
-		s.b.report(s.label, unavailable("raise token", s.name, err))
-	}
-	for ; asked > 0; asked-- {
+	// Each master's failure is reported by its own backend: the quorum
+	// takes a backend's report for its master's failure.
+	for i, p := range asked {
+		var c *redis.Cmd
 		select {
-		case c := <-done:
-			n, err := c.Int()
-			if err != nil {
-				report(err)
-			}
-			if err == nil && n == 1 {
-				raised++
-			}
+		case c = <-dones[i]:
 		case <-octx.Done():
-			for ; asked > 0; asked-- {
-				report(octx.Err())
+			select {
+			case c = <-dones[i]:
+			default:
 			}
-			return raised
+		}
+		var n int
+		err := octx.Err()
+		if c != nil {
+			n, err = c.Int()
+		}
+		if err != nil {
+			p.s.b.report(p.s.label, unavailable("raise token", p.s.name, err))
+		} else if n == 1 {
+			raised++
 		}
 	}
 	return raised
