@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
 	"github.com/distsem/distsem/core"
@@ -33,9 +34,11 @@ func TestClose(t *testing.T) {
 func closeIn(t *testing.T, mode faultproxy.Mode, state string) {
 	const (
 		ttl = 2 * time.Second
-		// Close has no ctx and no documented bound: the suite allows two
-		// default operation timeouts (a leave and a round trip in flight).
-		bound = 2 * time.Second
+		// Close's documented bound: the default operation timeout (the
+		// leaves), then the round trips in flight, which end by the
+		// client's write and read timeouts (io below).
+		io    = 500 * time.Millisecond
+		bound = time.Second + 2*io
 	)
 	scenario := "close/" + state
 	srv := sharedServer(t)
@@ -50,7 +53,7 @@ func closeIn(t *testing.T, mode faultproxy.Mode, state string) {
 	defer px.Close()
 	before := goleak.IgnoreCurrent()
 
-	c := newClient(t, px.Addr())
+	c := newClient(t, px.Addr(), func(o *redis.Options) { o.ReadTimeout, o.WriteTimeout = io, io })
 	sem := redissem.New(c, name, 1, redissem.WithKeyPrefix(pfx), redissem.WithDefaultLeaseTTL(ttl))
 	bg := context.Background()
 	held, err := sem.Acquire(bg)

@@ -98,16 +98,17 @@ func TestFaultGrantRacingClose(t *testing.T) {
 	}
 }
 
-// Close with a queued waiter returns within its bound
-// under a blackhole (the waiter's leave is bounded by the operation
-// timeout), and the waiter returns ErrClosed.
+// Close with a queued waiter returns within its bound under a blackhole
+// (the waiter's leave is bounded by the operation timeout, and the round
+// trips that Close waits for end by the client's read and write timeouts,
+// here the operation timeout), and the waiter returns ErrClosed.
 func TestFaultCloseUnderBlackhole(t *testing.T) {
 	p := newFaultProxy(t, servertest.RedisAddr(t))
 	prefix := uniquePrefix(t)
 	holder := redissem.New(realClient(t), "closebh", 1, redissem.WithKeyPrefix(prefix))
 	defer holder.Close()
 	const op = 300 * time.Millisecond
-	s := redissem.New(proxyClient(t, p, nil), "closebh", 1, redissem.WithKeyPrefix(prefix),
+	s := redissem.New(proxyClient(t, p, &redis.Options{ReadTimeout: op, WriteTimeout: op}), "closebh", 1, redissem.WithKeyPrefix(prefix),
 		redissem.WithDefaultLeaseTTL(time.Second), redissem.WithOperationTimeout(op))
 	ctx := context.Background()
 	hp := acquire(t, holder)

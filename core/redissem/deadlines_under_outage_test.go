@@ -25,7 +25,10 @@ func TestFaultDeadlineUnderBlackhole(t *testing.T) {
 	prefix := uniquePrefix(t)
 	holder := redissem.New(realClient(t), "bh", 1, redissem.WithKeyPrefix(prefix))
 	defer holder.Close()
-	s := redissem.New(proxyClient(t, p, nil), "bh", 1, redissem.WithKeyPrefix(prefix), redissem.WithDefaultLeaseTTL(30*time.Second))
+	// Close waits for the round trips still stuck in the blackhole, which
+	// end by the client's read and write timeouts: 1s each here.
+	c := proxyClient(t, p, &redis.Options{ReadTimeout: time.Second, WriteTimeout: time.Second})
+	s := redissem.New(c, "bh", 1, redissem.WithKeyPrefix(prefix), redissem.WithDefaultLeaseTTL(30*time.Second))
 	ctx := context.Background()
 	hp := acquire(t, holder)
 	for _, cancelled := range []bool{false, true} {

@@ -49,8 +49,8 @@ func (l *leased) runWithin(ctx context.Context, d time.Duration, op string, a sh
 	bound := min(d, b.cfg.fault.opTimeout)
 	sent := time.Now()
 	octx, cancel := context.WithTimeout(ctx, bound)
-	v, err := b.call(ctx, octx, scriptShare, l.keys, []any{l.s.limit, l.pid, op, a.demand, a.keep, a.inUse,
-		b.cfg.leaseTTL.Milliseconds(), a.newLimit, shareRotation.Milliseconds(), a.waiting, a.need})
+	v, err := b.callScript(ctx, octx, scriptShare, scriptCmd(scriptShare, l.keys, l.s.limit, l.pid, op, a.demand, a.keep, a.inUse,
+		b.cfg.leaseTTL.Milliseconds(), a.newLimit, shareRotation.Milliseconds(), a.waiting, a.need))
 	cancel()
 	recv := time.Now()
 	b.brk.record(classify(ctx, err, recv.Sub(sent), b.cfg.fault.opTimeout), recv)

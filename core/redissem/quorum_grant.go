@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/distsem/distsem/core"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // finish checks the validity window of the grants and raises the masters'
@@ -92,34 +94,43 @@ func (h *quorumHold) finish(ctx context.Context, start time.Time, need int) (*co
 // end, whatever they do (also when the client does not honour ctx
 // deadlines): a master that has not answered by then counts as not
 // raised, and its round trip ends in the background by the client's own
-// timeouts.
+// timeouts (its backend's Close waits for it).
 func (h *quorumHold) raise(ctx context.Context, tok int64, perms []*holder) int {
-	ok := make(chan bool, len(perms))
 	octx, cancel := context.WithTimeout(ctx, h.q.cfg.fault.opTimeout)
 	defer cancel()
+	raised := 0
+	var asked []*holder
+	var dones []chan *redis.Cmd
 	for _, p := range perms {
-		s := p.s
 		if p.token == tok {
-			ok <- true
+			raised++
 			continue
 		}
-		go func() {
-			n, err := scriptQuorumFloor.Run(octx, s.b.client, s.keys[:1], tok).Int()
-			if err != nil {
-				s.b.report(s.label, unavailable("raise token", s.name, err))
-			}
-			ok <- err == nil && n == 1
-		}()
+		done := make(chan *redis.Cmd, 1)
+		p.s.b.startScript(octx, scriptQuorumFloor, scriptCmd(scriptQuorumFloor, p.s.keys[:1], tok), done)
+		asked, dones = append(asked, p), append(dones, done)
 	}
-	raised := 0
-	for range perms {
+	// Each master's failure is reported by its own backend: the quorum
+	// takes a backend's report for its master's failure.
+	for i, p := range asked {
+		var c *redis.Cmd
 		select {
-		case r := <-ok:
-			if r {
-				raised++
-			}
+		case c = <-dones[i]:
 		case <-octx.Done():
-			return raised
+			select {
+			case c = <-dones[i]:
+			default:
+			}
+		}
+		var n int
+		err := octx.Err()
+		if c != nil {
+			n, err = c.Int()
+		}
+		if err != nil {
+			p.s.b.report(p.s.label, unavailable("raise token", p.s.name, err))
+		} else if n == 1 {
+			raised++
 		}
 	}
 	return raised

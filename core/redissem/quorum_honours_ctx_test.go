@@ -57,7 +57,6 @@ func (h *stallFloor) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // master's answer with no bound but the client's own timeouts.
 func TestQuorumRaiseHonoursCtx(t *testing.T) {
 	hook := stallScript(t, "lua/quorum_floor.lua")
-	defer close(hook.release) // before the clients close (deferred earlier)
 
 	prefix := uniquePrefix(t)
 	ms := masters(t, 3)
@@ -68,6 +67,9 @@ func TestQuorumRaiseHonoursCtx(t *testing.T) {
 	q := redissem.NewQuorum(cs, "raise", 1, redissem.WithKeyPrefix(prefix), redissem.WithOperationTimeout(300*time.Millisecond),
 		redissem.WithMasterTimeout(time.Second))
 	defer q.Close()
+	// Before q closes: Close waits for the held round trip, which a real
+	// client's read timeout would end.
+	defer close(hook.release)
 	ctx := context.Background()
 	p := acquire(t, q)
 	ok(t, p.Release(ctx))
@@ -116,7 +118,6 @@ func stallText(lua string) *stallFloor {
 // the background.
 func TestQuorumCancelReturnsWhileReleasesStall(t *testing.T) {
 	hook := stallText(redissem.ReleaseScript())
-	defer close(hook.release) // before the clients close (deferred earlier)
 
 	prefix := uniquePrefix(t)
 	ms := masters(t, 3)
@@ -139,6 +140,7 @@ func TestQuorumCancelReturnsWhileReleasesStall(t *testing.T) {
 	q := redissem.NewQuorum(cs, "stall", 1, redissem.WithKeyPrefix(prefix), redissem.WithOperationTimeout(time.Second),
 		redissem.WithMasterTimeout(time.Second))
 	defer q.Close()
+	defer close(hook.release) // before q closes (see TestQuorumRaiseHonoursCtx)
 	hook.on.Store(true)
 
 	acquireUntilDeadline(t, q, 500*time.Millisecond, slack, "granted while two masters of three were held")

@@ -138,6 +138,17 @@ func (s *Semaphore) Stats(ctx context.Context) (core.Stats, error) {
 // no longer renewed and their Lost channels are closed; Release still
 // returns them at once, otherwise they come back when their lease ends.
 // Close does not close the Redis client.
+//
+// Close also waits for every round trip to Redis still in flight, also one
+// whose caller already returned (a call returns when its ctx ends, even
+// while Redis stalls). A round trip's ctx ends within the operation
+// timeout; go-redis then stops retrying, dialing and waiting for a pooled
+// connection, and the write or read under way ends by the client's own
+// WriteTimeout and ReadTimeout (3s each by default), or by the ctx deadline
+// with ContextTimeoutEnabled. So Close returns within about the operation
+// timeout plus the client's WriteTimeout and ReadTimeout; with those
+// timeouts disabled (-1), a stalled Redis holds Close until it answers or
+// the connection breaks.
 func (s *Semaphore) Close() error {
 	if !s.owned {
 		return nil

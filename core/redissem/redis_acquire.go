@@ -255,24 +255,27 @@ func (s *Semaphore) granted(ctx context.Context, id string, a acquireSpec, token
 // its grant note reaches this process (redis_redo.go), else within ttl.
 func (s *Semaphore) leave(ctx context.Context, id string, ttl time.Duration) {
 	ctx = context.WithoutCancel(ctx)
-	if !s.b.goBackground(func() { s.releaseID(ctx, id, ttl, ttl/3, false) }) {
+	if !s.b.goBackground(func() {
+		ctx, cancel := bound(ctx, ttl/3)
+		defer cancel()
+		s.releaseID(ctx, id, ttl, false)
+	}) {
 		// Closed: one bounded try, done before Close's caller returns.
-		ctx, cancel := context.WithTimeout(ctx, s.b.cfg.fault.opTimeout)
+		ctx, cancel := bound(ctx, s.b.cfg.fault.opTimeout)
 		defer cancel()
 		_, _ = s.run(ctx, scriptRelease, s.limit, id, s.b.tombArg(ttl))
 	}
 }
 
 // releaseID runs the idempotent release script for id until it succeeds,
-// budget passes or the backend closes, and returns its code. In the
-// foreground (a Release) it gives up at once when the breaker is open. The
-// budget bounds every round trip as a deadline of ctx would, without a
-// context of its own: the uncontended Release allocates less.
-func (s *Semaphore) releaseID(ctx context.Context, id string, ttl, budget time.Duration, foreground bool) (int64, error) {
-	end := time.Now().Add(budget)
+// ctx ends or the backend closes, and returns its code. In the foreground
+// (a Release) it gives up at once when the breaker is open; in the
+// background, when it gives up, it remembers id as an orphan and reports
+// the failure.
+func (s *Semaphore) releaseID(ctx context.Context, id string, ttl time.Duration, foreground bool) (int64, error) {
 	backoff := 20 * time.Millisecond
 	for {
-		r, err := s.runScriptUntil(ctx, end, scriptRelease, true, s.limit, id, s.b.tombArg(ttl))
+		r, err := s.runScript(ctx, scriptRelease, true, s.limit, id, s.b.tombArg(ttl))
 		if err == nil {
 			s.b.noteReleased(s, id, ttl)
 			return r.code, nil
@@ -280,23 +283,25 @@ func (s *Semaphore) releaseID(ctx context.Context, id string, ttl, budget time.D
 		if foreground && errors.Is(err, errBreakerOpen) {
 			return 0, err
 		}
-		if ctx.Err() != nil || past(end, time.Now()) {
+		if ctx.Err() == nil {
+			t := time.NewTimer(backoff)
+			select {
+			case <-ctx.Done():
+			case <-s.b.stop:
+				t.Stop()
+				return 0, err
+			case <-t.C:
+			}
+			t.Stop()
+			backoff = min(2*backoff, time.Second)
+		}
+		if ctx.Err() != nil {
 			if !foreground {
 				s.b.orphaned(s, id, ttl)
 				s.b.report(s.label, unavailable("leave queue", s.name, err))
 			}
 			return 0, err
 		}
-		t := time.NewTimer(min(backoff, time.Until(end)))
-		select {
-		case <-ctx.Done():
-		case <-s.b.stop:
-			t.Stop()
-			return 0, err
-		case <-t.C:
-		}
-		t.Stop()
-		backoff = min(2*backoff, time.Second)
 	}
 }
 
@@ -323,14 +328,15 @@ func (s *Semaphore) failed(ctx context.Context, err error, try bool, opts []core
 func (s *Semaphore) release(ctx context.Context, p *holder) error {
 	s.b.unhold(s, p)
 	ttl := time.Duration(p.ttl) * time.Millisecond
+	budget := 2 * s.b.cfg.fault.opTimeout
 	if ctx.Err() != nil {
 		// A request ctx is often over by release time; giving up here
 		// would hold the permit until its lease ends.
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), ttl)
-		defer cancel()
+		ctx, budget = context.WithoutCancel(ctx), min(budget, ttl)
 	}
-	code, err := s.releaseID(ctx, p.id, ttl, 2*s.b.cfg.fault.opTimeout, true)
+	rctx, cancel := bound(ctx, budget)
+	code, err := s.releaseID(rctx, p.id, ttl, true)
+	cancel()
 	if err != nil {
 		s.leave(ctx, p.id, ttl)
 		err = unavailable("release", s.name, err)

@@ -60,6 +60,7 @@ type redisBackend struct {
 	stop    chan struct{}
 	beatSem chan struct{} // bounds the heartbeats in flight
 	wg      sync.WaitGroup
+	trips   inflight // the round trips in goroutines (redis_run.go)
 }
 
 type semTrack struct {

@@ -9,8 +9,8 @@ import (
 
 // close takes this process's waiters out of the Redis queue (each leave
 // bounded by the operation timeout, all at once), stops the loop and the
-// listener and waits for them and for the background clean-up, which stops
-// retrying. Queued Acquire calls return ErrClosed; held permits are marked
+// listener and waits for them, for the background clean-up, which stops
+// retrying, and for every round trip still in flight (see Semaphore.Close). Queued Acquire calls return ErrClosed; held permits are marked
 // lost and are no longer renewed: they return to the semaphore when
 // released, or when their lease ends.
 func (b *redisBackend) close() error {
@@ -48,7 +48,7 @@ func (b *redisBackend) close() error {
 		leaves.Add(1)
 		go func() {
 			defer leaves.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), b.cfg.fault.opTimeout)
+			ctx, cancel := bound(context.Background(), b.cfg.fault.opTimeout)
 			defer cancel()
 			_, _ = w.s.runScript(ctx, scriptRelease, false, w.s.limit, w.id, b.tombTTL(w.ttl))
 		}()
@@ -66,5 +66,9 @@ func (b *redisBackend) close() error {
 		err = ps.close()
 	}
 	b.wg.Wait()
+	// Last, the round trips still in flight in goroutines (callScript):
+	// their callers stopped waiting when their ctx ended, and each ends by
+	// the client's own timeouts.
+	b.trips.wait()
 	return err
 }

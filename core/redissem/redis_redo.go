@@ -143,6 +143,8 @@ func (b *redisBackend) orphaned(s *Semaphore, id string, ttl time.Duration) {
 // cool-down. If they give up too, the id is remembered again.
 func (b *redisBackend) releaseOrphan(o redo) {
 	b.goBackground(func() {
-		_, _ = o.s.releaseID(context.Background(), o.id, o.ttl, o.ttl, false)
+		ctx, cancel := bound(context.Background(), o.ttl)
+		defer cancel()
+		_, _ = o.s.releaseID(ctx, o.id, o.ttl, false)
 	})
 }

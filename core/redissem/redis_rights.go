@@ -24,7 +24,7 @@ func (s *Semaphore) checkRights(ctx context.Context) error {
 	if b.rightsOK.Load() {
 		return nil
 	}
-	v, err := b.call(ctx, ctx, scriptRights, s.keys, []any{s.notify})
+	v, err := b.callScript(ctx, ctx, scriptRights, scriptCmd(scriptRights, s.keys, s.args.notify))
 	if err != nil {
 		return err
 	}

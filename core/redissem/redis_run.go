@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -24,14 +25,11 @@ func (s *Semaphore) run(ctx context.Context, sc *redis.Script, limit int64, args
 	return s.runScript(ctx, sc, true, limit, args...)
 }
 
+// runScript is run; an ungated call (a renewal, a leave at Close) is never
+// refused by the breaker. ctx bounds the whole call, its retries included:
+// its deadline, the caller's own or one that this package set for the call
+// (see bound), is the caller's as far as the breaker is concerned (classify).
 func (s *Semaphore) runScript(ctx context.Context, sc *redis.Script, gated bool, limit int64, args ...any) (reply, error) {
-	return s.runScriptUntil(ctx, time.Time{}, sc, gated, limit, args...)
-}
-
-// runScriptUntil is runScript bounded also by end (if not zero), as if ctx
-// had that deadline too, without the allocations of a context per call
-// (see releaseID).
-func (s *Semaphore) runScriptUntil(ctx context.Context, end time.Time, sc *redis.Script, gated bool, limit int64, args ...any) (reply, error) {
 	b := s.b
 	sent := time.Now()
 	if gated && !b.brk.allow(sent) {
@@ -46,7 +44,7 @@ func (s *Semaphore) runScriptUntil(ctx context.Context, end time.Time, sc *redis
 	var err error
 	if !b.rightsOK.Load() {
 		var cancel context.CancelFunc
-		sctx, cancel = context.WithDeadline(ctx, capEnd(sent.Add(b.cfg.fault.opTimeout), end))
+		sctx, cancel = withDeadline(ctx, sent.Add(b.cfg.fault.opTimeout))
 		defer cancel()
 		err = s.checkRights(sctx)
 		var re redis.Error
@@ -73,16 +71,14 @@ func (s *Semaphore) runScriptUntil(ctx context.Context, end time.Time, sc *redis
 		cmd = append(cmd, s.args.keys...)
 		cmd = append(cmd, limit, s.args.notify)
 		cmd = append(cmd, args...)
-		v, err = b.callRetry(sctx, end, sc, cmd)
+		v, err = b.callRetry(sctx, sc, cmd)
 	}
 	recv := time.Now()
 	o := outcomeOK
 	if err != nil {
+		// ctx, not a round trip's: the operation timeout ending a round
+		// trip is Redis's failure, ctx's deadline ending it the caller's.
 		o = classify(ctx, err, recv.Sub(sent), b.cfg.fault.opTimeout)
-		// As classify would say of a ctx that ended at end.
-		if o == outcomeFailed && ctx.Err() == nil && past(end, recv) && recv.Sub(sent) < b.cfg.fault.opTimeout/4 {
-			o = outcomeNeutral
-		}
 	}
 	b.brk.record(o, recv)
 	if o == outcomeFailed {
@@ -92,9 +88,6 @@ func (s *Semaphore) runScriptUntil(ctx context.Context, end time.Time, sc *redis
 	if err != nil {
 		if gated && send && !neverSent(err) {
 			b.resyncSem(s)
-		}
-		if past(end, recv) {
-			return reply{}, err // as explain says of a ctx that ended
 		}
 		return reply{}, b.dials.explain(ctx, sent, err) // a refused dial, not "deadline exceeded"
 	}
@@ -121,19 +114,18 @@ const (
 	downBudget    = 2 * time.Second
 )
 
-// callRetry runs the script, each round trip bounded by the operation
-// timeout, and retries the Cluster replies that a retry resolves (TRYAGAIN,
-// MOVED and ASK during a slot migration, CLUSTERDOWN briefly) with a
-// backoff from 10 ms to 200 ms: every script is idempotent per id, so a
-// retry is safe, and callers do not see migration errors. cmd is the whole
-// EVALSHA command (callCmd). A non-zero end bounds it as a deadline of ctx
-// would.
-func (b *redisBackend) callRetry(ctx context.Context, end time.Time, sc *redis.Script, cmd []any) ([]any, error) {
+// callRetry runs cmd, the EVALSHA command of sc (evalSHA), each round trip
+// bounded by ctx and the operation timeout, and retries the Cluster replies
+// that a retry resolves (TRYAGAIN, MOVED and ASK during a slot migration,
+// CLUSTERDOWN briefly) with a backoff from 10 ms to 200 ms, while ctx
+// lasts: every script is idempotent per id, so a retry is safe, and
+// callers do not see migration errors.
+func (b *redisBackend) callRetry(ctx context.Context, sc *redis.Script, cmd []any) ([]any, error) {
 	start := time.Now()
 	backoff := 10 * time.Millisecond
 	for {
-		octx, cancel := withDeadline(ctx, capEnd(time.Now().Add(b.cfg.fault.opTimeout), end))
-		v, err := b.callCmd(ctx, octx, sc, cmd)
+		octx, cancel := withDeadline(ctx, time.Now().Add(b.cfg.fault.opTimeout))
+		v, err := b.callScript(ctx, octx, sc, cmd)
 		cancel()
 		if err == nil {
 			return v, nil
@@ -143,7 +135,7 @@ func (b *redisBackend) callRetry(ctx context.Context, end time.Time, sc *redis.S
 		if kind == replyDown {
 			budget = downBudget
 		}
-		if kind == replyOther || time.Since(start)+backoff > budget || past(end, time.Now().Add(backoff)) {
+		if kind == replyOther || time.Since(start)+backoff > budget || endsWithin(ctx, backoff) {
 			return v, err
 		}
 		t := time.NewTimer(backoff)
@@ -157,6 +149,12 @@ func (b *redisBackend) callRetry(ctx context.Context, end time.Time, sc *redis.S
 	}
 }
 
+// endsWithin reports whether ctx's deadline comes within d.
+func endsWithin(ctx context.Context, d time.Duration) bool {
+	end, ok := ctx.Deadline()
+	return ok && time.Until(end) <= d
+}
+
 // withDeadline is context.WithDeadline, without its allocations when ctx
 // already ends by d: then it returns ctx itself.
 func withDeadline(ctx context.Context, d time.Time) (context.Context, context.CancelFunc) {
@@ -166,89 +164,111 @@ func withDeadline(ctx context.Context, d time.Time) (context.Context, context.Ca
 	return context.WithDeadline(ctx, d)
 }
 
-// capEnd is the earlier of d and end; a zero end is no bound.
-func capEnd(d, end time.Time) time.Time {
-	if !end.IsZero() && end.Before(d) {
-		return end
+// bound is context.WithTimeout(ctx, d) for a call that this package bounds
+// itself (a Release, a background leave). If nothing but that deadline can
+// end the result (ctx cannot be cancelled), it says so to callScript: a
+// client that honours ctx deadlines then needs no goroutine per round trip.
+func bound(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	bctx, cancel := context.WithTimeout(ctx, d)
+	if ctx.Done() == nil {
+		return deadlineOnly{bctx}, cancel
 	}
-	return d
+	return bctx, cancel
 }
 
-// past reports whether t is at or after end (never for a zero end).
-func past(end, t time.Time) bool {
-	return !end.IsZero() && !t.Before(end)
+// deadlineOnly is a ctx that only its deadline ends (see bound).
+type deadlineOnly struct{ context.Context }
+
+// cancellable reports whether ctx may end other than by its deadline.
+func cancellable(ctx context.Context) bool {
+	if _, ok := ctx.(deadlineOnly); ok {
+		return false
+	}
+	return ctx.Done() != nil
 }
 
-// call runs the script with keys and argv within ctx, which is parent
-// bounded by the operation timeout (see callCmd).
-func (b *redisBackend) call(parent, ctx context.Context, sc *redis.Script, keys []string, argv []any) ([]any, error) {
-	cmd := make([]any, 0, 3+len(keys)+len(argv))
-	cmd = append(cmd, "evalsha", boxedSHA(sc), len(keys))
-	for _, k := range keys {
-		cmd = append(cmd, k)
+// callScript runs cmd, the EVALSHA command of sc (evalSHA), within ctx,
+// which is parent bounded by the operation timeout. go-redis turns a ctx
+// deadline into a socket deadline only with ContextTimeoutEnabled, and a
+// cancellation never interrupts a read, so unless the client honours
+// deadlines and only its deadline can end parent, the round trip runs in a
+// goroutine that the caller stops waiting for when ctx ends. That goroutine
+// is the backend's: Close waits for it, and it ends by the client's own
+// timeouts (see Semaphore.Close).
+func (b *redisBackend) callScript(parent, ctx context.Context, sc *redis.Script, cmd []any) ([]any, error) {
+	if b.ctxHonoured && !cancellable(parent) {
+		return evalSHA(ctx, b.client, sc, cmd).Slice()
 	}
-	return b.callCmd(parent, ctx, sc, append(cmd, argv...))
-}
-
-// callCmd runs cmd, an EVALSHA of sc ("evalsha", sha, numkeys, keys...,
-// args...), within ctx, which is parent bounded by the operation timeout;
-// a server without the script gets it by EVAL, as Script.Run does. go-redis
-// turns a ctx deadline into a socket deadline only with
-// ContextTimeoutEnabled, and a cancellation never interrupts a read, so
-// unless the client honours deadlines and parent cannot be cancelled, the
-// call runs in a goroutine that the caller stops waiting for when ctx ends;
-// that goroutine ends by the client's own timeouts.
-func (b *redisBackend) callCmd(parent, ctx context.Context, sc *redis.Script, cmd []any) ([]any, error) {
-	if b.ctxHonoured && parent.Done() == nil {
-		return b.evalSHA(ctx, sc, cmd)
-	}
-	done := donePool.Get().(chan callResult)
-	go func() {
-		v, err := b.evalSHA(ctx, sc, cmd)
-		done <- callResult{v, err}
-	}()
+	done := donePool.Get().(chan *redis.Cmd)
+	b.startScript(ctx, sc, cmd, done)
 	select {
-	case r := <-done:
+	case c := <-done:
 		donePool.Put(done) // empty again: reusable
-		return r.v, r.err
+		return c.Slice()
 	case <-ctx.Done():
 		return nil, ctx.Err() // done is the goroutine's until it sends
 	}
 }
 
-type callResult struct {
-	v   []any
-	err error
+// startScript runs cmd (evalSHA) within ctx in a goroutine that Close
+// waits for (trips), which sends the finished command on done: done must
+// have room for it.
+func (b *redisBackend) startScript(ctx context.Context, sc *redis.Script, cmd []any, done chan<- *redis.Cmd) {
+	b.trips.add()
+	go func() {
+		defer b.trips.done()
+		done <- evalSHA(ctx, b.client, sc, cmd)
+	}()
 }
 
-// donePool recycles the channels of callCmd's goroutines.
-var donePool = sync.Pool{New: func() any { return make(chan callResult, 1) }}
+// donePool recycles the channels of callScript's goroutines.
+var donePool = sync.Pool{New: func() any { return make(chan *redis.Cmd, 1) }}
 
-// evalSHA runs cmd as Script.Run would (cmdable.eval's command, with the
-// key position set for Cluster), and falls back to EVAL on NOSCRIPT.
-func (b *redisBackend) evalSHA(ctx context.Context, sc *redis.Script, cmd []any) ([]any, error) {
+// evalSHA is the one way this package runs a script: it sends cmd, the
+// EVALSHA command of sc ("evalsha", sha, numkeys, keys..., args...; see
+// scriptCmd), as Script.Run would (cmdable.eval's command, with the key
+// position set for Cluster), and falls back to EVAL on NOSCRIPT. It is
+// Script.Run by hand so that a semaphore's script calls box their constant
+// part once (evalArgs) rather than per call: measured on the uncontended
+// acquire/release pair and the zero-hold burst, Script.Run cost 5 to 7%
+// of their rate.
+func evalSHA(ctx context.Context, client redis.UniversalClient, sc *redis.Script, cmd []any) *redis.Cmd {
 	c := redis.NewCmd(ctx, cmd...)
 	n, _ := cmd[2].(int)
 	if n > 0 {
 		c.SetFirstKeyPos(3)
 	}
-	_ = b.client.Process(ctx, c)
-	v, err := c.Slice()
-	if err == nil || !errors.Is(err, redis.ErrNoScript) && !redis.HasErrorPrefix(err, "NOSCRIPT") {
-		return v, err
+	_ = client.Process(ctx, c)
+	if err := c.Err(); err == nil || !errors.Is(err, redis.ErrNoScript) && !redis.HasErrorPrefix(err, "NOSCRIPT") {
+		return c
 	}
 	keys := make([]string, n)
 	for i := range keys {
 		keys[i], _ = cmd[3+i].(string)
 	}
-	return sc.Eval(ctx, b.client, keys, cmd[3+n:]...).Slice()
+	return sc.Eval(ctx, client, keys, cmd[3+n:]...)
 }
+
+// scriptCmd is the EVALSHA command of sc with keys and argv, for evalSHA.
+func scriptCmd(sc *redis.Script, keys []string, argv ...any) []any {
+	cmd := make([]any, 0, 3+len(keys)+len(argv))
+	cmd = append(cmd, "evalsha", boxedSHA(sc), len(keys))
+	for _, k := range keys {
+		cmd = append(cmd, k)
+	}
+	return append(cmd, argv...)
+}
+
+// scriptPing declares a key and does nothing: a node that is not the master
+// of the key's slot refuses it (MOVED), see isMaster.
+var scriptPing = redis.NewScript("return 1")
 
 // shas holds each script's SHA-1 as an interface value, boxed once.
 var shas = func() map[*redis.Script]any {
 	m := make(map[*redis.Script]any)
 	for _, sc := range []*redis.Script{scriptRights, scriptAcquire, scriptRelease,
-		scriptHeartbeat, scriptSetLimit, scriptStats} {
+		scriptHeartbeat, scriptSetLimit, scriptStats, scriptAdopt, scriptSetLease,
+		scriptShare, scriptQuorumFloor, scriptPing} {
 		m[sc] = sc.Hash()
 	}
 	return m
@@ -275,6 +295,43 @@ func newEvalArgs(keys []string, notify string) evalArgs {
 		a.keys = append(a.keys, k)
 	}
 	return a
+}
+
+// inflight counts goroutines, for a wait that may start while more are
+// added (sync.WaitGroup forbids an Add from zero concurrent with Wait).
+type inflight struct {
+	n    atomic.Int64
+	mu   sync.Mutex
+	zero chan struct{} // closed when n reaches 0; nil while nobody waits
+}
+
+func (f *inflight) add() { f.n.Add(1) }
+
+func (f *inflight) done() {
+	if f.n.Add(-1) != 0 {
+		return
+	}
+	f.mu.Lock()
+	if f.zero != nil && f.n.Load() == 0 {
+		close(f.zero)
+		f.zero = nil
+	}
+	f.mu.Unlock()
+}
+
+// wait returns once no goroutine is counted.
+func (f *inflight) wait() {
+	f.mu.Lock()
+	if f.n.Load() == 0 {
+		f.mu.Unlock()
+		return
+	}
+	if f.zero == nil {
+		f.zero = make(chan struct{})
+	}
+	z := f.zero
+	f.mu.Unlock()
+	<-z
 }
 
 // ctxHonoured reports whether client bounds its network reads and writes

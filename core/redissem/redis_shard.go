@@ -280,7 +280,7 @@ func (b *redisBackend) shardPubSub(ctx context.Context, node *redis.Client, chan
 // ASK or TRYAGAIN (key missing from a slot in migration) come from the
 // master too.
 func isMaster(ctx context.Context, node *redis.Client, key string) error {
-	if err := node.Eval(ctx, "return 1", []string{key}).Err(); err != nil && clusterReplyOf(err) != replyMigrating {
+	if err := evalSHA(ctx, node, scriptPing, scriptCmd(scriptPing, []string{key})).Err(); err != nil && clusterReplyOf(err) != replyMigrating {
 		return err
 	}
 	return nil

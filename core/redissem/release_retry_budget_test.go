@@ -14,8 +14,8 @@ import (
 
 // TestReleaseBudgetUnderBlackhole: Release retries a release whose reply
 // was lost within twice the operation timeout, then returns ErrUnavailable,
-// even with a ctx that never ends. The budget bounds the round trips
-// without a context of its own (releaseID), so this guards it.
+// even with a ctx that never ends: the budget is a deadline that Release
+// sets on its ctx itself.
 func TestReleaseBudgetUnderBlackhole(t *testing.T) {
 	p := newFaultProxy(t, servertest.RedisAddr(t))
 	op := 300 * time.Millisecond

@@ -12,11 +12,12 @@ import (
 
 // maxPairAllocs bounds the allocations of one uncontended Acquire + Release
 // on a real redis-server (a separate process, so only this process's
-// allocations count): 40 when measured (go-redis's own are about 15 of
-// them), plus a little slack for the background goroutines of the backend
-// and the client. It was 80 before the allocation work (branch allocs2);
-// raise it only knowingly.
-const maxPairAllocs = 42
+// allocations count): 49 when measured (go-redis's own are about 15 of
+// them, Release's deadline, a context, about 8), plus a little slack for
+// the background goroutines of the backend and the client. go-redis's
+// Script.Run would add about 7 per script call (it boxes the SHA and each
+// key): evalSHA builds the command by hand. Raise it only knowingly.
+const maxPairAllocs = 51
 
 // TestRedisAllocsUncontended keeps the allocations of the uncontended path
 // from growing unnoticed. It counts allocations, never time.
