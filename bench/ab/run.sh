@@ -40,6 +40,6 @@ for rep in $(seq "$REPS"); do
     done
   done
 done
-"$tmp/load_new" summarize "$OUT/ab.jsonl" > "$OUT/summary.md"
+"$tmp/load_new" summarize -base old "$OUT/ab.jsonl" > "$OUT/summary.md"
 cat "$OUT/machine.txt" "$OUT/summary.md"
 echo "data: $OUT"

@@ -51,7 +51,7 @@ func summarized(t *testing.T, rs ...result) string {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := summarize(&out, []string{path}); err != nil {
+	if err := summarize(&out, []string{path}, "seed"); err != nil {
 		t.Fatal(err)
 	}
 	return out.String()

@@ -25,10 +25,12 @@
 //
 // prints the Redis memory that one idle semaphore keeps (see idlemem.go).
 //
-//	go run ./load summarize results.jsonl
+//	go run ./load summarize [-base VARIANT] results.jsonl
 //
 // prints the median and range of every figure per -label, from the JSON
-// lines that runs with -results appended.
+// lines that runs with -results appended, and the throughput of each
+// label "<workload>-<variant>" over that of "<workload>-VARIANT" (default
+// seed), paired by repetition.
 package main
 
 import (
@@ -86,7 +88,11 @@ func main() {
 		return
 	}
 	if len(os.Args) > 1 && os.Args[1] == "summarize" {
-		if err := summarize(os.Stdout, os.Args[2:]); err != nil {
+		files, base := os.Args[2:], "seed"
+		if len(files) >= 2 && files[0] == "-base" {
+			files, base = files[2:], files[1]
+		}
+		if err := summarize(os.Stdout, files, base); err != nil {
 			fmt.Fprintln(os.Stderr, "load:", err)
 			os.Exit(1)
 		}

@@ -55,8 +55,8 @@ var metrics = []metric{
 
 // summarize prints, per label, the median and range of every figure over
 // the repetitions found in the given JSON-lines files, then the paired
-// throughput ratios to the seed (see seedRatios).
-func summarize(w io.Writer, files []string) error {
+// throughput ratios to the variant base (see ratios).
+func summarize(w io.Writer, files []string, base string) error {
 	var order []string
 	groups := map[string][]result{}
 	for _, name := range files {
@@ -105,16 +105,17 @@ func summarize(w io.Writer, files []string) error {
 			fmt.Fprintf(w, "| %s | "+m.fmt+" | "+m.fmt+" – "+m.fmt+" |\n", m.name, med, lo, hi)
 		}
 	}
-	seedRatios(w, order, groups)
+	ratios(w, order, groups, base)
 	return nil
 }
 
-// seedRatios prints, for every label "<workload>-<variant>" whose workload
-// also has a label "<workload>-seed", the ratio of its throughput to the
-// seed's in the same repetition (the variants of a repetition ran one
-// after the other): the median and range over the repetitions. Paired
-// ratios cancel most of what moves a shared machine between repetitions.
-func seedRatios(w io.Writer, order []string, groups map[string][]result) {
+// ratios prints, for every label "<workload>-<variant>" whose workload
+// also has a label "<workload>-<base>" (base is "seed" unless -base says
+// otherwise), the ratio of its throughput to base's in the same repetition
+// (the variants of a repetition ran one after the other): the median and
+// range over the repetitions. Paired ratios cancel most of what moves a
+// shared machine between repetitions.
+func ratios(w io.Writer, order []string, groups map[string][]result, base string) {
 	byLabel := map[string][]result{}
 	var labels []string
 	for _, key := range order {
@@ -128,20 +129,20 @@ func seedRatios(w io.Writer, order []string, groups map[string][]result) {
 	header := false
 	for _, l := range labels {
 		i := strings.LastIndex(l, "-")
-		if i < 0 || l[i+1:] == "seed" {
+		if i < 0 || l[i+1:] == base {
 			continue
 		}
-		seed, ok := byLabel[l[:i]+"-seed"]
+		seed, ok := byLabel[l[:i]+"-"+base]
 		if !ok {
 			continue
 		}
-		base := map[int]float64{}
+		byRep := map[int]float64{}
 		for _, r := range seed {
-			base[r.Rep] = r.Throughput
+			byRep[r.Rep] = r.Throughput
 		}
 		var q []float64
 		for _, r := range byLabel[l] {
-			if b := base[r.Rep]; b > 0 {
+			if b := byRep[r.Rep]; b > 0 {
 				q = append(q, r.Throughput/b)
 			}
 		}
@@ -149,7 +150,7 @@ func seedRatios(w io.Writer, order []string, groups map[string][]result) {
 			continue
 		}
 		if !header {
-			fmt.Fprint(w, "\n### Throughput ÷ the seed's, paired by repetition\n\n| label | median | range | repetitions |\n|---|---|---|---|\n")
+			fmt.Fprintf(w, "\n### Throughput ÷ the %s's, paired by repetition\n\n| label | median | range | repetitions |\n|---|---|---|---|\n", base)
 			header = true
 		}
 		med, lo, hi := medianRange(q)
