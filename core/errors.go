@@ -49,10 +49,6 @@ func ctxError(ctx context.Context, name string) error {
 	return fmt.Errorf("core: acquire %q: %w (cause: %w)", name, err, cause)
 }
 
-func unavailable(op, name string, cause error) error {
-	return fmt.Errorf("%w: %s %q: %w", ErrUnavailable, op, name, cause)
-}
-
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalidArgument, fmt.Sprintf(format, args...))
 }

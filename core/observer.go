@@ -59,9 +59,3 @@ type ObserverFunc func(Event)
 
 // Observe calls f(e).
 func (f ObserverFunc) Observe(e Event) { f(e) }
-
-func (c *config) observe(e Event) {
-	if c.observer != nil {
-		c.observer.Observe(e)
-	}
-}

@@ -160,7 +160,6 @@ type acquireConfig struct {
 	ttl    time.Duration
 	ttlSet bool // WithLeaseTTL was given
 
-	queued func() // called when a Redis waiter has queued (Quorum)
 }
 
 // WithWeight asks for n permits at once. The default is 1. A weight that is

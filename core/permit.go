@@ -54,9 +54,6 @@ type permitExt struct {
 	grantUS int64         // the backend's time of the grant, microseconds; 0 if unknown
 }
 
-// nopExt is shared by the permits granted without a backend (fail open).
-var nopExt = &permitExt{owner: nopOwner{}}
-
 // newPermit returns a permit with its own x, in one allocation.
 func newPermit(x permitExt, weight, token int64) *Permit {
 	c := &struct {

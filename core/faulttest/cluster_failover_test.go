@@ -43,17 +43,29 @@ func clusterFailover(t *testing.T, crash bool) {
 	defer stop()
 	// The slot map, once every slot is served by one of the 3 masters: a
 	// Cluster just made may still answer with a node's older view.
-	var slots []redis.ClusterSlot
+	type owned struct {
+		start, end int64
+		addr       string
+	}
+	var slots []owned
 	testwait.Until(t, 20*time.Second, "every slot served by one of the 3 masters", func() bool {
-		var err error
-		if slots, err = admin.ClusterSlots(ctx).Result(); err != nil {
+		shards, err := admin.ClusterShards(ctx).Result()
+		if err != nil {
 			return false
 		}
-		owners, covered := map[string]bool{}, 0
-		for _, s := range slots {
-			if len(s.Nodes) > 0 {
-				owners[s.Nodes[0].Addr] = true
-				covered += s.End - s.Start + 1
+		slots = slots[:0]
+		owners, covered := map[string]bool{}, int64(0)
+		for _, sh := range shards {
+			for _, n := range sh.Nodes {
+				if n.Role != "master" {
+					continue
+				}
+				addr := fmt.Sprintf("%s:%d", n.IP, n.Port)
+				for _, r := range sh.Slots {
+					slots = append(slots, owned{r.Start, r.End, addr})
+					owners[addr] = true
+					covered += r.End - r.Start + 1
+				}
 			}
 		}
 		return len(owners) == 3 && covered == 16384
@@ -64,8 +76,8 @@ func clusterFailover(t *testing.T, crash bool) {
 			t.Fatal(err)
 		}
 		for _, s := range slots {
-			if int64(s.Start) <= slot && slot <= int64(s.End) && len(s.Nodes) > 0 {
-				return s.Nodes[0].Addr
+			if s.start <= slot && slot <= s.end {
+				return s.addr
 			}
 		}
 		return ""
