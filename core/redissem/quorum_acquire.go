@@ -99,6 +99,13 @@ func (q *Quorum) acquire(ctx context.Context, try bool, opts []core.AcquireOptio
 	}
 	askNext()
 	waited := false
+	// abandoned reports a queued Acquire that gives up with err, as the
+	// ctx case below does for any.
+	abandoned := func(err error) {
+		if waited {
+			q.cfg.observe(core.Event{Kind: core.EventAbandoned, Name: q.name, Weight: a.weight, Wait: time.Since(start), Err: err})
+		}
+	}
 	rounds := 0 // rounds whose grants had to be given back
 	for {
 		select {
@@ -112,6 +119,7 @@ func (q *Quorum) acquire(ctx context.Context, try bool, opts []core.AcquireOptio
 			return nil, err
 		case <-q.stop:
 			h.rollbackBackground(ctx)
+			abandoned(core.ErrClosed)
 			return nil, core.ErrClosed
 		}
 		h.skipFailed()
@@ -144,6 +152,7 @@ func (q *Quorum) acquire(ctx context.Context, try bool, opts []core.AcquireOptio
 		case granted+running+n-next < need:
 			err := h.failure(ctx, need)
 			h.rollback(ctx)
+			abandoned(err)
 			if !errors.Is(err, core.ErrUnavailable) {
 				return nil, err
 			}
