@@ -98,7 +98,7 @@ func TestUnroutedKey(t *testing.T) {
 
 // A limited ServeMux mounted under another one is keyed by its own
 // patterns, not by the outer route ("/api/") that the outer mux already
-// wrote into Request.Pattern (issue 10, item 2).
+// wrote into Request.Pattern.
 func TestNestedMuxKeysByInnerPattern(t *testing.T) {
 	sem := core.NewLocalKeyed(100, core.WithLimits(map[string]int64{"GET /item/{id}": 1}))
 	g := newGate()

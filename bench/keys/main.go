@@ -1,5 +1,5 @@
 // Command keys measures the memory that untrusted keys cost a keyed
-// semaphore (issue 8, item 3): the process heap over its baseline after
+// semaphore: the process heap over its baseline after
 // many random keys and after large keys, and, with -redis, Redis
 // used_memory and key count until the idle keys expire.
 //
