@@ -21,9 +21,9 @@ import (
 // holder and by id) on a real Redis, each one twice from the same state and
 // the same clock: once by the acquire and release scripts as core sends
 // them (their fast paths first), and once by the general code alone. The
-// fast paths share their expressions with the general code
-// (lua/inline.lua); this checks what they do not share: when they may
-// answer, and which writes they make. The replies, every key's content and
+// fast paths share their decisions and counts with the general code (the
+// blocks and expressions of lua/inline.lua); this checks what they do not
+// share: when they may answer, and which writes they make. The replies, every key's content and
 // expiry, and what each run published must be the same. It also checks that
 // each fast path was taken, and that the general code ran in its stead in
 // other cases, so that neither side is compared only with itself.

@@ -7,31 +7,58 @@ import (
 	"unicode"
 )
 
-// The expressions that the scripts' fast paths and the prelude share are
-// written once, in lua/inline.lua, as one-line upper-case Lua functions,
-// and put in place of their calls when the scripts are built: a real Lua
-// function would cost its definition on every EVALSHA.
+// What the scripts' fast paths and the prelude share is written once, in
+// lua/inline.lua, as upper-case Lua functions, and put in place of their
+// calls when the scripts are built: a real Lua function would cost its
+// definition on every EVALSHA. An expression is a one-line function
+// "return body"; a block is a function of several lines, whose call is a
+// statement and becomes "do body end", so that what it assigns to a
+// parameter is assigned to the caller's variable (or field) given there.
 
 // A luaMacro is one of inline.lua's definitions.
 type luaMacro struct {
 	params []string
 	body   string
+	block  bool // a block of statements, not an expression
 }
 
-var macroDef = regexp.MustCompile(`^local function ([A-Z][A-Z0-9_]*)\(([^)]*)\) return (.*) end$`)
+var (
+	macroExpr  = regexp.MustCompile(`^local function ([A-Z][A-Z0-9_]*)\(([^)]*)\) return (.*) end$`)
+	macroBlock = regexp.MustCompile(`^local function ([A-Z][A-Z0-9_]*)\(([^)]*)\)$`)
+)
 
-// parseMacros reads inline.lua: comments, blank lines, and one-line
-// definitions "local function NAME(params) return body end".
+// parseMacros reads inline.lua: comments, blank lines, one-line
+// definitions "local function NAME(params) return body end", and blocks:
+// "local function NAME(params)", the body, and "end" alone at the start of
+// a line.
 func parseMacros(src string) map[string]luaMacro {
 	ms := make(map[string]luaMacro)
+	var open string // the block being read
+	var body strings.Builder
 	for line := range strings.Lines(src) {
+		if open != "" {
+			if strings.TrimRight(line, "\n") == "end" {
+				m := ms[open]
+				m.body = body.String()
+				ms[open] = m
+				open = ""
+				body.Reset()
+			} else {
+				body.WriteString(line)
+			}
+			continue
+		}
 		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "--") {
 			continue
 		}
-		m := macroDef.FindStringSubmatch(line)
+		m := macroExpr.FindStringSubmatch(line)
+		block := false
 		if m == nil {
-			panic("redissem: lua/inline.lua: not a one-line upper-case function: " + line)
+			if m = macroBlock.FindStringSubmatch(line); m == nil {
+				panic("redissem: lua/inline.lua: not an upper-case function: " + line)
+			}
+			block, open = true, m[1]
 		}
 		var params []string
 		for p := range strings.SplitSeq(m[2], ",") {
@@ -39,7 +66,10 @@ func parseMacros(src string) map[string]luaMacro {
 				params = append(params, p)
 			}
 		}
-		ms[m[1]] = luaMacro{params: params, body: m[3]}
+		ms[m[1]] = luaMacro{params: params, body: m[len(m)-1], block: block}
+	}
+	if open != "" {
+		panic("redissem: lua/inline.lua: " + open + " has no end")
 	}
 	return ms
 }
@@ -68,6 +98,9 @@ func inline(src string) string {
 				}
 				return id, 0
 			})
+			if m.block {
+				body = "do\n" + body + "end"
+			}
 			return body, used
 		})
 		if n == 0 {

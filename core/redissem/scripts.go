@@ -15,8 +15,9 @@ import (
 // server does not have the script yet. The two scripts of the busy path
 // read their state first (lua/state.lua) and have fast paths
 // (lua/fast_*.lua) before the prelude, which return before it runs in the
-// common cases. The expressions that the fast paths and the prelude share
-// are written once, in lua/inline.lua, and put in place by inline.
+// common cases. Every decision and count that the fast paths and the
+// prelude share is written once, in lua/inline.lua, and put in place by
+// inline.
 var (
 	//go:embed lua/const.lua
 	luaConst string

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestScriptsInlined checks that no call of inline.lua's expressions is left
+// TestScriptsInlined checks that no call of inline.lua's macros is left
 // in the scripts redissem sends, and that each of them is used. With
 // DISTSEM_LUA_OUT=dir it also writes the acquire and release scripts there
 // (acquire.lua, release.lua; general_*.lua without the fast paths; the

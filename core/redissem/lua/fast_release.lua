@@ -1,22 +1,23 @@
 -- The fast path of release.lua, run before the prelude (see
 -- fast_acquire.lua): a holder's release, and the grants it makes to the
 -- head of the queue, when nothing in T has come due and the keys' expiry
--- needs no extension. The heads it pops are put back, and the general code
--- runs instead, if any of them is not a plain grant (it does not fit, is
--- heavier than the limit, is malformed, or nobody listens for it).
+-- needs no extension. It decides with the general code's blocks
+-- (inline.lua: TOMBSTONE, HEAD, HOLD, ADD_NOTE, PUBLISH_NOTES). The heads
+-- it pops are put back, and the general code runs instead, if any of them
+-- is not a plain grant (HEAD_GRANT).
 do
   local S, T, W, id, mychan, m = KEYS[1], KEYS[2], KEYS[3], ARGV[3], ARGV[2], state
   local limit, exp, minl, mine, cur = tonumber(m[1]), tonumber(m[4]), tonumber(m[5]), tonumber(m[6]), m[11]
   if limit and exp and minl and mine and cur and NONE_DUE(now, minl, mine) and string.sub(cur, 1, 1) == 'h' then
     local used0, tok0, hn0, qn0 = tonumber(m[2]) or 0, tonumber(m[3]) or 0, tonumber(m[8]) or 0, tonumber(m[9]) or 0
     local used, tok, hn, qn = used0 - WEIGHT(cur), tok0, hn0 - 1, qn0
-    -- The tombstone (F.tombstone, code 1, or 4: released by id).
-    local at = now + (tonumber(ARGV[4]) or 10000)
-    local latest, nminl, nmine = at, minl, math.min(mine, at)
-    local set = {'xn', (tonumber(m[10]) or 0) + 1, '#' .. id, ARGV[5] == '1' and 'x4' or 'x1'}
+    local xn, at, latest, nminl, nmine = tonumber(m[10]) or 0, 0, 0, minl, mine
+    -- The tombstone: code 1 (released), or 4 (released by id).
+    TOMBSTONE(tonumber(ARGV[4]) or 10000, xn, at, latest, nmine)
+    local set = {'xn', xn, '#' .. id, ARGV[5] == '1' and 'x4' or 'x1'}
     local tz = {OFF + at, id}
     local popped, notes, ok = nil, nil, true
-    -- F.grant and F.grant_head, for plain grants only.
+    -- F.grant, for plain grants only.
     while qn > 0 and used < limit do
       local h = redis.call('ZPOPMIN', W)
       local mem = h[1]
@@ -28,25 +29,16 @@ do
       popped = popped or {}
       popped[#popped + 1] = h[2]
       popped[#popped + 1] = mem
-      local pw, pttl, n, rest = MEMBER_PARTS(mem)
-      pw = tonumber(pw)
-      if not pw or pw > limit or used + pw > limit then ok = false; break end
-      n = tonumber(n)
-      local ch, wid = string.sub(rest, 1, n), string.sub(rest, n + 1)
-      if ch ~= mychan and LISTENERS(ch) == 0 then ok = false; break end
-      used, hn, qn = used + pw, hn + 1, qn - 1
-      tok = NEXT_TOKEN(tok, now_us)
-      local lat = now + tonumber(pttl)
-      if lat > latest then latest = lat end
-      if lat < nminl then nminl = lat end
-      tz[#tz + 1] = lat
+      local kind, pw, pttl, ch, wid
+      HEAD(mem, limit, used, mychan, kind, pw, pttl, ch, wid)
+      if kind ~= HEAD_GRANT then ok = false; break end
+      qn = qn - 1
+      HOLD(pw, pttl, used, hn, tok, at, latest, nminl)
+      tz[#tz + 1] = at
       tz[#tz + 1] = wid
       set[#set + 1] = '#' .. wid
       set[#set + 1] = HOLDER(pw, tok, now_us)
-      notes = notes or {}
-      local l = notes[ch]
-      if not l then l = {}; notes[ch] = l end
-      l[#l + 1] = NOTE(wid, tok, now_us)
+      ADD_NOTE(notes, ch, wid, tok, now_us)
     end
     if ok and not NEAR_EXPIRY(latest, exp) then
       if used ~= used0 then set[#set + 1] = 'used'; set[#set + 1] = used end
@@ -58,11 +50,7 @@ do
       redis.call('HSET', S, unpack(set))
       redis.call('ZADD', T, unpack(tz))
       local mine_notes = {}
-      if notes then
-        for ch, l in pairs(notes) do
-          if ch == mychan then mine_notes = l else PUBLISH(ch, table.concat(l, ',')) end
-        end
-      end
+      if notes then PUBLISH_NOTES(notes, mychan, mine_notes) end
       return {1, 0, limit, mine_notes, now_us}
     end
     if popped then redis.call('ZADD', W, unpack(popped)) end

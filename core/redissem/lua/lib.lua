@@ -113,12 +113,10 @@ function F.purge()
   if not NONE_DUE(V.now, V.minl, V.mine) then F.reap() end
 end
 
+-- hold makes id a holder of weight w for ttl ms, and returns its token.
 function F.hold(id, w, ttl)
-  V.used, V.hn = V.used + w, V.hn + 1
-  V.tok = NEXT_TOKEN(V.tok, V.now_us)
-  local at = V.now + ttl
-  if at > V.latest then V.latest = at end
-  if at < V.minl then V.minl = at end
+  local at = 0
+  HOLD(w, ttl, V.used, V.hn, V.tok, at, V.latest, V.minl)
   F.tadd(at, id)
   F.put('#' .. id, HOLDER(w, V.tok, V.now_us))
   return V.tok
@@ -129,10 +127,8 @@ end
 -- of its acquire is refused and a repeated release answers the same. The
 -- caller has taken id out of the holders' or the waiters' count.
 function F.tombstone(id, code, ttl)
-  local at = V.now + ttl
-  if at > V.latest then V.latest = at end
-  if at < V.mine then V.mine = at end
-  V.xn = V.xn + 1
+  local at = 0
+  TOMBSTONE(ttl, V.xn, at, V.latest, V.mine)
   F.put('#' .. id, 'x' .. code)
   F.tadd(OFF + at, id)
 end
