@@ -9,7 +9,7 @@ import (
 )
 
 // TestCommentKeyHostile: tags that are not real block comments are not
-// keys, and keys are bounded (issue 8, item 10).
+// keys, and keys are bounded.
 func TestCommentKeyHostile(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("k", 1<<20)

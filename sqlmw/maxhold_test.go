@@ -33,7 +33,7 @@ func (f *fakeTimers) started() ([]time.Duration, []func()) {
 // TestMaxHoldReleasesWhileRowsOpen: Rows of a query whose ctx never ends
 // (db.Query, context.Background) that are never closed, as after a panic
 // in a Scanner, give their permit back after WithMaxHold; the query goes
-// on, and closing its Rows later releases nothing twice (issue 8, item 12).
+// on, and closing its Rows later releases nothing twice.
 func TestMaxHoldReleasesWhileRowsOpen(t *testing.T) {
 	t.Parallel()
 	var clock fakeTimers

@@ -18,7 +18,7 @@ func (panicScanner) Scan(any) error { panic("scanner boom") }
 // TestPanicInScannerReleasesWhenCtxEnds: a panic in a Scanner leaves
 // database/sql's read lock on the Rows held (an upstream bug), so
 // rows.Close would block forever and RowsClose never runs. The permit must
-// still come back when the query's ctx ends (issue 8, item 12).
+// still come back when the query's ctx ends.
 func TestPanicInScannerReleasesWhenCtxEnds(t *testing.T) {
 	t.Parallel()
 	sem := newCounted(1)

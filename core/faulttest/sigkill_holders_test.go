@@ -288,7 +288,7 @@ func sigkill(t *testing.T, scenario, env string, c redis.UniversalClient) {
 	// processes' waiters count against it).
 	net := util + leaseLoss.Seconds()*1e9/window
 	figure(t, scenario, "kills", kills, "run", end.Sub(begin), "grants", grants, "utilization", util,
-		"meets_issue_target_0.8", util >= 0.8, "utilization_without_dead_holders_leases", net,
+		"utilization_at_least_0.8", util >= 0.8, "utilization_without_dead_holders_leases", net,
 		"dead_holders_lease_loss", leaseLoss, "utilization_from_acquire_return", utilClient,
 		"peak_live_holders", top, "dead_permits_back_within", worstBack,
 		"grants_to_dead", toDead, "permit_time_held_by_dead", deadHeld,
