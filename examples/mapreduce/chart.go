@@ -65,6 +65,8 @@ func writeChart(w io.Writer, s *summary, format string) error {
 		return err
 	}
 	dc := draw.New(c)
+	dc.SetColor(color.White) // under the legend too, not only the plot
+	dc.Fill(dc.Rectangle.Path())
 	// The legend gets a column of its own, as wide as its entries, right
 	// of the plot; its top is level with the plot's data area.
 	legendWidth := legend.Rectangle(dc).Size().X + vg.Points(16)
