@@ -39,17 +39,8 @@ func TestMain(m *testing.M) {
 func TestGatewayRoutes(t *testing.T) {
 	for _, mode := range []string{"http", "echo"} {
 		t.Run(mode, func(t *testing.T) {
-			m := miniredis.RunT(t)
-			rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
-			defer rdb.Close()
-			cfg := config{mode: mode, name: "gw", limit: 1, reportLimit: 1, defLimit: 8, maxWaiting: 8}
-			g := newGateway(cfg, rdb)
-			defer g.sem.Close()
-			h := g.httpHandler()
+			g, h := testGateway(t, mode)
 			const key = "GET /work" // the same key for both
-			if mode == "echo" {
-				h = g.echoHandler()
-			}
 			srv := httptest.NewServer(h)
 			defer srv.Close()
 
@@ -96,6 +87,20 @@ func TestGatewayRoutes(t *testing.T) {
 	}
 }
 
+// testGateway returns a gateway of limits 1 on an embedded Redis, and its
+// handler in mode http or echo.
+func testGateway(t *testing.T, mode string) (*gateway, http.Handler) {
+	m := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	g := newGateway(config{mode: mode, name: "gw", limit: 1, reportLimit: 1, defLimit: 8, maxWaiting: 8}, rdb)
+	t.Cleanup(func() { g.sem.Close() })
+	if mode == "echo" {
+		return g, g.echoHandler()
+	}
+	return g, g.httpHandler()
+}
+
 // metrics returns the gateway's /metrics page.
 func metrics(t *testing.T, url string) string {
 	t.Helper()
@@ -140,15 +145,7 @@ func TestServesWithoutRedisWhenOpen(t *testing.T) {
 func TestBadMS(t *testing.T) {
 	for _, mode := range []string{"http", "echo"} {
 		t.Run(mode, func(t *testing.T) {
-			m := miniredis.RunT(t)
-			rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
-			defer rdb.Close()
-			g := newGateway(config{mode: mode, name: "gw", limit: 1, reportLimit: 1, defLimit: 8, maxWaiting: 8}, rdb)
-			defer g.sem.Close()
-			h := g.httpHandler()
-			if mode == "echo" {
-				h = g.echoHandler()
-			}
+			g, h := testGateway(t, mode)
 			get := func(target string) (int, string) {
 				rec := httptest.NewRecorder()
 				h.ServeHTTP(rec, httptest.NewRequest("GET", target, nil))
