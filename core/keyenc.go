@@ -68,11 +68,11 @@ func (id keyID) label(key string) string {
 	return strings.Clone(key[:n]) + "…#" + id.s[:16]
 }
 
-// redisPart returns how the key appears in Redis names: the key itself if
-// it is 1 to 64 bytes of [A-Za-z0-9._/:-], else '#' and 32 hex digits of
-// its SHA-256 (128 bits). The verbatim form never contains '#', the hashed
-// one starts with it, so the encoding is injective (up to a collision of
-// the hash) and never breaks the {hash tag}.
+// redisPart returns how the key appears in Redis names: the key escaped
+// (see escapeKey) when that is 1 to maxEscapedLen bytes, else '#' and 32
+// hex digits of its SHA-256 (128 bits). The escaped form never contains
+// '#', the hashed one starts with it, so the encoding is injective (up to
+// a collision of the hash) and never breaks the {hash tag}.
 func (id keyID) redisPart() string {
 	if id.hashed {
 		return "#" + id.s[:32]
@@ -80,21 +80,63 @@ func (id keyID) redisPart() string {
 	return safeKey(id.s)
 }
 
+// maxEscapedLen is the longest escaped key that Redis names show as it is;
+// a longer one is hashed.
+const maxEscapedLen = 64
+
 // safeKey is redisPart of a short key.
 func safeKey(key string) string {
-	if len(key) > 0 && len(key) <= 64 && strings.IndexFunc(key, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._-/:", r))
-	}) < 0 {
-		return key
+	if n := escapedLen(key); n > 0 && n <= maxEscapedLen {
+		return escapeKey(key, n)
 	}
 	sum := sha256.Sum256([]byte(key))
 	return "#" + hex.EncodeToString(sum[:16])
 }
 
+// keptByte reports whether a key's byte c appears in Redis names as it is:
+// [A-Za-z0-9._/:-]. Every other byte ('%' itself, white space, '#', '{',
+// '}', non-ASCII) is escaped.
+func keptByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("._-/:", c) >= 0
+}
+
+// escapedLen is the length of escapeKey(key).
+func escapedLen(key string) int {
+	n := len(key)
+	for i := 0; i < len(key); i++ {
+		if !keptByte(key[i]) {
+			n += 2
+		}
+	}
+	return n
+}
+
+// escapeKey returns key with each byte that keptByte rejects written as
+// '%' and two upper-case hex digits, as in a URL: "GET /users/{id}" is
+// "GET%20/users/%7Bid%7D". Since '%' is escaped too, distinct keys have
+// distinct escapes; a key with nothing to escape is returned as it is. n
+// is escapedLen(key).
+func escapeKey(key string, n int) string {
+	if n == len(key) {
+		return key
+	}
+	const hexDigits = "0123456789ABCDEF"
+	b := make([]byte, 0, n)
+	for i := 0; i < len(key); i++ {
+		if c := key[i]; keptByte(c) {
+			b = append(b, c)
+		} else {
+			b = append(b, '%', hexDigits[c>>4], hexDigits[c&15])
+		}
+	}
+	return string(b)
+}
+
 // keyedName is the Redis name of key's semaphore in the keyed semaphore
 // name: name + "#" + the key's redisPart. For example keyed "api" with key
-// "tenant:vip" is "api#tenant:vip", and with key "GET /x" it is
-// "api##" + 32 hex digits.
+// "tenant:vip" is "api#tenant:vip", with key "GET /users/{id}" it is
+// "api#GET%20/users/%7Bid%7D", and with a key whose escape is longer than
+// 64 bytes it is "api##" + 32 hex digits.
 func keyedName(name string, id keyID) string {
 	return name + string(keySep) + id.redisPart()
 }
@@ -131,12 +173,15 @@ type Key struct {
 func (id keyID) public(key string) Key { return Key{Label: id.label(key), id: id} }
 
 // Name returns the name of the key's semaphore in the keyed semaphore
-// base: base + "#" + the key when the key is 1 to 64 bytes of
-// [A-Za-z0-9._/:-], else base + "##" + 32 hex digits of its SHA-256. For
-// example keyed "api" with key "tenant:vip" is "api#tenant:vip", and with
-// key "GET /x" it is "api##" + 32 hex digits. Since a plain name cannot
-// contain '#', no key can name another keyed semaphore's key or a plain
-// semaphore.
+// base: base + "#" + the key with every byte outside [A-Za-z0-9._/:-]
+// written as '%' and two hex digits (as in a URL, '%' included) when that
+// is 1 to 64 bytes, else base + "##" + 32 hex digits of the key's SHA-256.
+// For example keyed "api" with key "tenant:vip" is "api#tenant:vip", and
+// with key "GET /users/{id}" it is "api#GET%20/users/%7Bid%7D". Distinct
+// keys get distinct names, and since a plain name cannot contain '#', no
+// key can name another keyed semaphore's key or a plain semaphore. The
+// name never holds '{', '}', '#' (but as the separator and the hash's
+// mark) or white space.
 func (k Key) Name(base string) string { return keyedName(base, k.id) }
 
 // HashedName returns base + "##" + 32 hex digits of the key's SHA-256,

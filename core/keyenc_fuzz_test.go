@@ -1,6 +1,7 @@
 package core
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -8,7 +9,10 @@ import (
 // FuzzKeyEncoding searches for two (name, key) pairs whose keyed semaphores
 // share a Redis name or a local map entry, or for a keyed semaphore's Redis
 // name that is also a valid plain name (redissem.New). Any such pair would let
-// a client-chosen key address another semaphore. Run longer with
+// a client-chosen key address another semaphore. It also checks that a key
+// shown readable in Redis decodes back to itself (so the escaping is
+// injective on its own), and that every key whose escape fits is shown so.
+// Run longer with
 //
 //	go test -run '^$' -fuzz '^FuzzKeyEncoding$' -fuzztime 10m ./core/
 func FuzzKeyEncoding(f *testing.F) {
@@ -17,6 +21,10 @@ func FuzzKeyEncoding(f *testing.F) {
 	f.Add("a", "#0123", "a", "")
 	f.Add("a", strings.Repeat("k", MaxKeyLen+1), "a", "b0a2ac0b6b2b1f69e5f0bb5ab1d6bb2ad1bc0de7b3bc35d51fe6f4a6c53d8a02")
 	f.Add("n", "x{y}z", "n", "x y")
+	f.Add("r", "GET /users/{id}", "r", "GET%20/users/%7Bid%7D")
+	f.Add("r", "a b", "r", "a%20b")
+	f.Add("r", "#", "r", "%23")
+	f.Add("r", strings.Repeat(" ", 21), "r", strings.Repeat(" ", 22))
 	f.Fuzz(func(t *testing.T, name1, key1, name2, key2 string) {
 		if nameError(name1) != nil || nameError(name2) != nil {
 			return
@@ -43,8 +51,47 @@ func FuzzKeyEncoding(f *testing.F) {
 				t.Fatalf("Redis name %q does not start with its keyed name", r)
 			}
 		}
+		for _, k := range []string{key1, key2} {
+			part := newKeyID(k).redisPart()
+			if strings.HasPrefix(part, "#") {
+				if k != "" && len(k) <= MaxKeyLen && escapedLen(k) <= maxEscapedLen {
+					t.Fatalf("key %q hashed (%q), though its escape fits", k, part)
+				}
+				continue
+			}
+			if strings.ContainsFunc(part, func(r rune) bool { return r != '%' && (r > 0x7f || !keptByte(byte(r))) }) {
+				t.Fatalf("key %q shown as %q, with a byte that should be escaped", k, part)
+			}
+			if got, ok := unescapeKey(part); !ok || got != k {
+				t.Fatalf("key %q shown as %q, which decodes to %q (ok %v)", k, part, got, ok)
+			}
+		}
 		if l := id1.keep().label(key1); len(l) > MaxKeyLen || (len(key1) <= MaxKeyLen && l != key1) {
 			t.Fatalf("label of a %d-byte key: %q", len(key1), l)
 		}
 	})
+}
+
+// unescapeKey undoes escapeKey, strictly: false unless s is exactly the
+// escape of some key (kept bytes as they are, every other byte as '%' and
+// two upper-case hex digits).
+func unescapeKey(s string) (string, bool) {
+	var b []byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if keptByte(c) {
+			b = append(b, c)
+			continue
+		}
+		if c != '%' || i+2 >= len(s) {
+			return "", false
+		}
+		v, err := strconv.ParseUint(s[i+1:i+3], 16, 8)
+		if err != nil || s[i+1:i+3] != strings.ToUpper(s[i+1:i+3]) || keptByte(byte(v)) {
+			return "", false
+		}
+		b = append(b, byte(v))
+		i += 2
+	}
+	return string(b), true
 }

@@ -65,8 +65,8 @@ func parseFlags(args []string, stdout io.Writer) (config, error) {
 		return cfg, cli.Usagef("-max-wait %v: must not be negative", cfg.maxWait)
 	case cfg.maxWaiting < 0:
 		return cfg, cli.Usagef("-max-waiting %d: must not be negative", cfg.maxWaiting)
-	case cfg.ms < 0:
-		return cfg, cli.Usagef("-ms %d: must not be negative", cfg.ms)
+	case cfg.ms < 0 || cfg.ms > maxMS:
+		return cfg, cli.Usagef("-ms %d: want %s", cfg.ms, msRange)
 	}
 	var err error
 	if cfg.policy, err = parsePolicy(cfg.policyName); err != nil {

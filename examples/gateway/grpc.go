@@ -24,6 +24,31 @@ import (
 // example needs no generated code.
 const grpcMethod = "/gateway.Work/Do"
 
+// workService is the gRPC service gateway.Work. Do refuses an ms outside
+// 0 to maxMS with InvalidArgument, before the interceptor takes a permit.
+var workService = grpc.ServiceDesc{
+	ServiceName: "gateway.Work",
+	HandlerType: (*any)(nil),
+	Methods: []grpc.MethodDesc{{MethodName: "Do", Handler: func(_ any, ctx context.Context, dec func(any) error, icpt grpc.UnaryServerInterceptor) (any, error) {
+		in := new(wrapperspb.Int64Value)
+		if err := dec(in); err != nil {
+			return nil, err
+		}
+		if err := checkMS(in.Value); err != nil {
+			return nil, status.Error(codes.InvalidArgument, err.Error())
+		}
+		do := func(ctx context.Context, req any) (any, error) {
+			ms := req.(*wrapperspb.Int64Value).Value
+			hold(ctx, ms)
+			return wrapperspb.String(fmt.Sprintf("ok %dms", ms)), nil
+		}
+		if icpt == nil {
+			return do(ctx, in)
+		}
+		return icpt(ctx, in, &grpc.UnaryServerInfo{FullMethod: grpcMethod}, do)
+	}}},
+}
+
 func (g *gateway) serveGRPC(ctx context.Context) error {
 	ln, err := net.Listen("tcp", g.cfg.addr)
 	if err != nil {
@@ -33,25 +58,7 @@ func (g *gateway) serveGRPC(ctx context.Context) error {
 		grpcmw.WithMaxWait(g.cfg.maxWait),
 		grpcmw.WithMaxWaiting(g.cfg.maxWaiting),
 		grpcmw.WithObserver(g.col))))
-	srv.RegisterService(&grpc.ServiceDesc{
-		ServiceName: "gateway.Work",
-		HandlerType: (*any)(nil),
-		Methods: []grpc.MethodDesc{{MethodName: "Do", Handler: func(_ any, ctx context.Context, dec func(any) error, icpt grpc.UnaryServerInterceptor) (any, error) {
-			in := new(wrapperspb.Int64Value)
-			if err := dec(in); err != nil {
-				return nil, err
-			}
-			do := func(ctx context.Context, req any) (any, error) {
-				ms := req.(*wrapperspb.Int64Value).Value
-				hold(ctx, ms)
-				return wrapperspb.String(fmt.Sprintf("ok %dms", ms)), nil
-			}
-			if icpt == nil {
-				return do(ctx, in)
-			}
-			return icpt(ctx, in, &grpc.UnaryServerInfo{FullMethod: grpcMethod}, do)
-		}}},
-	}, nil)
+	srv.RegisterService(&workService, nil)
 	log.Printf("grpc gateway on %s (%s limit %d, max wait %v)", ln.Addr(), grpcMethod, g.cfg.limit, g.cfg.maxWait)
 	stop := context.AfterFunc(ctx, srv.GracefulStop)
 	defer stop()

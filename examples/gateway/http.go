@@ -7,7 +7,6 @@ import (
 	"log"
 	"net"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -25,13 +24,14 @@ func (g *gateway) httpHandler() http.Handler {
 		httpmw.WithMaxWaiting(g.cfg.maxWaiting),
 		httpmw.WithObserver(g.col))
 	work := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ms, _ := strconv.ParseInt(r.URL.Query().Get("ms"), 10, 64)
+		ms := msOf(r.Context())
 		hold(r.Context(), ms)
 		fmt.Fprintf(w, "ok %dms\n", ms)
 	})
+	// A bad ms is refused (400) before the request takes a permit.
 	mux := http.NewServeMux()
-	mux.Handle("GET /work", limit(work))
-	mux.Handle("GET /report", limit(work))
+	mux.Handle("GET /work", withMS(limit(work)))
+	mux.Handle("GET /report", withMS(limit(work)))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(g.reg, promhttp.HandlerOpts{}))
 	return mux
 }
@@ -48,12 +48,12 @@ func (g *gateway) echoHandler() http.Handler {
 		Observer:   g.col,
 	})
 	work := func(c echo.Context) error {
-		ms, _ := strconv.ParseInt(c.QueryParam("ms"), 10, 64)
+		ms := c.Get("ms").(int64)
 		hold(c.Request().Context(), ms)
 		return c.String(http.StatusOK, fmt.Sprintf("ok %dms\n", ms))
 	}
-	e.GET("/work", work, limit)
-	e.GET("/report", work, limit)
+	e.GET("/work", work, echoMS, limit) // echoMS runs first
+	e.GET("/report", work, echoMS, limit)
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(g.reg, promhttp.HandlerOpts{})))
 	return e
 }

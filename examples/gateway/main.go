@@ -15,9 +15,12 @@
 //	                   admissions and permits, and each route's limit,
 //	                   permits in use and waiters fleet-wide
 //
+// D is 0 to 60000 (absent: 0); any other ms is a 400, before the request
+// takes a permit.
+//
 // The gRPC service is gateway.Work with one method, Do, whose request is a
-// google.protobuf.Int64Value (milliseconds to hold) and whose limit is
-// -limit.
+// google.protobuf.Int64Value (milliseconds to hold, 0 to 60000, else
+// InvalidArgument) and whose limit is -limit.
 //
 // Without -redis the gateway starts an embedded miniredis on 127.0.0.1 and
 // prints its URL: start more gateways with -redis set to it and they share
@@ -190,15 +193,4 @@ type gateway struct {
 	sem *core.Keyed
 	col *promadmit.Collector
 	reg *prometheus.Registry
-}
-
-// hold is the work of every route: keep the permit ms milliseconds, or
-// until the client goes away.
-func hold(ctx context.Context, ms int64) {
-	t := time.NewTimer(time.Duration(ms) * time.Millisecond)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
 }

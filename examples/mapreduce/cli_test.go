@@ -26,6 +26,8 @@ func TestCommandLine(t *testing.T) {
 		{Args: "-limit 0", Stderr: "mapreduce: -limit 0: must be at least 1 (see mapreduce -h)\n", Code: 2},
 		{Args: "-workers -1", Stderr: "mapreduce: -workers -1: must be at least 1 (see mapreduce -h)\n", Code: 2},
 		{Args: "-slow -1s", Stderr: "mapreduce: -slow -1s: must not be negative (see mapreduce -h)\n", Code: 2},
+		{Args: "-skew 1", Stderr: "mapreduce: -skew 1: want a share from 0 to below 1 (see mapreduce -h)\n", Code: 2},
+		{Args: "-skew NaN", Stderr: "mapreduce: -skew NaN: want a share from 0 to below 1 (see mapreduce -h)\n", Code: 2},
 		{Args: "-progress -1s", Stderr: "mapreduce: -progress -1s: must not be negative (see mapreduce -h)\n", Code: 2},
 		{Args: "-limit four", Stderr: `mapreduce: invalid value "four" for flag -limit: parse error (see mapreduce -h)` + "\n", Code: 2},
 		{Args: "-bogus", Stderr: "mapreduce: flag provided but not defined: -bogus (see mapreduce -h)\n", Code: 2},

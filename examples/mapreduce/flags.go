@@ -21,12 +21,15 @@ const usage = `Usage: mapreduce [flags]
 A MapReduce job whose subtask processes share one limit of K queries at
 once against the database. With no flags it runs on an SQLite file and an
 in-process Redis; -driver pgx -dsn URL and -redis URL use real servers.
+It runs the job with the semaphore, then with a per-process
+SetMaxOpenConns split of K (-compare), and prints both.
 
 Flags:
 `
 
 type options struct {
 	workerConfig
+	compare  bool
 	chart    string
 	progress time.Duration
 	verbose  bool
@@ -38,7 +41,7 @@ type options struct {
 func parseFlags(args []string, stdout io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("mapreduce", flag.ContinueOnError)
-	fs.IntVar(&o.Workers, "workers", 4, "number of subtask processes")
+	fs.IntVar(&o.Workers, "workers", 6, "number of subtask processes")
 	fs.IntVar(&o.Concurrency, "concurrency", 4, "goroutines per subtask")
 	fs.Int64Var(&o.Limit, "limit", 4, "K: the most queries running at once, fleet-wide")
 	fs.StringVar(&o.Redis, "redis", "", "Redis URL (default: an in-process miniredis on 127.0.0.1)")
@@ -49,7 +52,9 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 	fs.Int64Var(&o.Rows, "rows", 200000, "rows in the table")
 	fs.Int64Var(&o.Page, "page", 2000, "rows per page (one query each)")
 	fs.DurationVar(&o.Slow, "slow", 50*time.Millisecond, "each page query takes at least this long on the database (0: no delay)")
-	fs.StringVar(&o.Mode, "mode", "semaphore", "semaphore (sqlmw + Redis), setmaxopen (per-process SetMaxOpenConns(limit/workers)) or none")
+	fs.Float64Var(&o.Skew, "skew", 0.5, "share of the pages that the first subtask reads, as a skewed key gives one\nsubtask more than its part; the others share the rest (0: all share evenly)")
+	fs.StringVar(&o.Mode, "mode", "semaphore", "semaphore (sqlmw + Redis), setmaxopen (per-process SetMaxOpenConns(max(1, limit/workers))) or none")
+	fs.BoolVar(&o.compare, "compare", true, "with -mode semaphore: then run the same job with -mode setmaxopen and print both")
 	fs.StringVar(&o.chart, "chart", "", "draw the concurrent queries over time to this .svg or .png file")
 	fs.BoolVar(&o.Leased, "leased", false, "with -mode semaphore: the semaphore's leased-shares mode (redissem.NewLeased)")
 	fs.DurationVar(&o.progress, "progress", 500*time.Millisecond, "progress report interval (0: none)")
@@ -68,6 +73,8 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 	switch {
 	case o.Slow < 0:
 		return o, cli.Usagef("-slow %v: must not be negative", o.Slow)
+	case !(o.Skew >= 0 && o.Skew < 1):
+		return o, cli.Usagef("-skew %v: want a share from 0 to below 1", o.Skew)
 	case o.progress < 0:
 		return o, cli.Usagef("-progress %v: must not be negative", o.progress)
 	case o.Mode != "semaphore" && o.Mode != "setmaxopen" && o.Mode != "none":

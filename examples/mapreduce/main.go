@@ -13,17 +13,28 @@
 //
 //	go run ./examples/mapreduce -driver pgx -dsn postgres://... -redis redis://127.0.0.1:6379 -slow 100ms
 //
+// By default the fleet is one that a per-process split of K cannot serve:
+// 6 subtasks for K = 4, and a skewed split of the pages (-skew), the first
+// subtask reading half of them, as a skewed key gives one subtask of a
+// real job more than its part. The job then runs a second time with
+// -mode setmaxopen, each subtask limited by SetMaxOpenConns(max(1,
+// K/workers)) instead of the semaphore, and a table compares the runs: 6
+// subtasks of at least 1 connection run more than K queries at once, and
+// once the small subtasks are done the first one runs alone on one
+// connection while the other slots stay idle. -compare=false runs the job
+// once.
+//
 // -slow D makes every page query take at least D inside the database:
 // pg_sleep on PostgreSQL; on SQLite, which runs inside each worker, a SQL
 // function that sleeps within the statement.
 //
-// -mode setmaxopen runs the same job limited only by a per-process
-// SetMaxOpenConns(limit/workers), and -mode none without any limit, for
-// comparison. -chart out.svg draws the number of queries running
-// fleet-wide over time. Workers report when each query really starts and
-// ends on the database (after its permit is granted, before it is
-// released), so the figures hold for the whole fleet; the instants come
-// from each process's clock, which is one clock on one machine.
+// -mode setmaxopen runs the job limited only by that per-process
+// SetMaxOpenConns, and -mode none without any limit. -chart out.svg draws
+// the number of queries running fleet-wide over time, for each run.
+// Workers report when each query really starts and ends on the database
+// (after its permit is granted, before it is released), so the figures
+// hold for the whole fleet; the instants come from each process's clock,
+// which is one clock on one machine.
 package main
 
 import (
@@ -82,7 +93,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (*summary
 	return job(ctx, o, stdout, stderr)
 }
 
-// job runs the job that o describes.
+// job runs the job that o describes, and with o.compare in -mode
+// semaphore the same job again with -mode setmaxopen.
 func job(ctx context.Context, o options, stdout, stderr io.Writer) (*summary, error) {
 	if o.DSN == "" {
 		dir, err := os.MkdirTemp("", "distsem-mapreduce-")
@@ -116,19 +128,23 @@ func job(ctx context.Context, o options, stdout, stderr io.Writer) (*summary, er
 	if o.Leased {
 		mode += " (leased shares)"
 	}
-	fmt.Fprintf(stdout, "mapreduce: %d rows, %d rows per page, %d workers x %d goroutines, limit %d, mode %s, driver %s, slow %v\n",
-		o.Rows, o.Page, o.Workers, o.Concurrency, o.Limit, mode, o.Driver, o.Slow)
-
-	s := &summary{Mode: o.Mode, Limit: o.Limit, Workers: o.Workers, Concurrency: o.Concurrency, WantRows: wantRows, WantSum: wantSum}
-	col := &collector{}
-	start := time.Now()
-	if err := runWorkers(ctx, o, col, stdout, stderr); err != nil {
+	fmt.Fprintf(stdout, "mapreduce: %d rows, %d rows per page, %d workers x %d goroutines%s, limit %d, mode %s, driver %s, slow %v\n",
+		o.Rows, o.Page, o.Workers, o.Concurrency, o.skewText(), o.Limit, mode, o.Driver, o.Slow)
+	s, err := runOnce(ctx, o, wantRows, wantSum, stdout, stderr)
+	if err != nil {
 		return nil, err
 	}
-	end := time.Now()
-	s.Elapsed, s.startNanos, s.endNanos = end.Sub(start), start.UnixNano(), end.UnixNano()
-	col.summarize(s)
 	s.print(stdout)
+	if o.compare && o.Mode == "semaphore" {
+		c := o
+		c.Mode, c.Leased = "setmaxopen", false
+		fmt.Fprintf(stdout, "compare: the same job with -mode setmaxopen, SetMaxOpenConns(%d) in each of the %d workers instead of the semaphore\n",
+			c.maxOpenPerProcess(), c.Workers)
+		if s.Compared, err = runOnce(ctx, c, wantRows, wantSum, stdout, stderr); err != nil {
+			return s, err
+		}
+		printComparison(stdout, s, s.Compared)
+	}
 	if o.chart != "" {
 		f, err := os.Create(o.chart)
 		if err != nil {
@@ -139,10 +155,35 @@ func job(ctx context.Context, o options, stdout, stderr io.Writer) (*summary, er
 		}
 		fmt.Fprintf(stdout, "  chart          %s\n", o.chart)
 	}
-	if s.Rows != wantRows || s.Sum != wantSum {
-		return s, errors.New("the job's result does not match the table")
+	for _, r := range []*summary{s, s.Compared} {
+		if r != nil && (r.Rows != wantRows || r.Sum != wantSum) {
+			return s, fmt.Errorf("the %s run's result does not match the table", r.Mode)
+		}
 	}
 	return s, nil
+}
+
+// runOnce runs the workers of one job in mode o.Mode and returns its
+// summary.
+func runOnce(ctx context.Context, o options, wantRows, wantSum int64, stdout, stderr io.Writer) (*summary, error) {
+	s := &summary{Mode: o.Mode, Limit: o.Limit, Workers: o.Workers, Concurrency: o.Concurrency, WantRows: wantRows, WantSum: wantSum}
+	col := &collector{}
+	start := time.Now()
+	if err := runWorkers(ctx, o, col, stdout, stderr); err != nil {
+		return nil, err
+	}
+	end := time.Now()
+	s.Elapsed, s.startNanos, s.endNanos = end.Sub(start), start.UnixNano(), end.UnixNano()
+	col.summarize(s)
+	return s, nil
+}
+
+// skewText describes -skew for the job's first line.
+func (o options) skewText() string {
+	if o.Skew == 0 || o.Workers == 1 {
+		return ""
+	}
+	return fmt.Sprintf(" (the first reads %.0f%% of the pages)", 100*o.Skew)
 }
 
 // setLimit makes the semaphore's limit in Redis -limit, whatever an
@@ -209,7 +250,7 @@ func runWorkers(ctx context.Context, o options, col *collector, stdout, stderr i
 			done <- errors.Join(rerr, cmd.Wait())
 		}()
 	}
-	pages := (o.Rows + o.Page - 1) / o.Page
+	pages := o.pageCount()
 	var tick <-chan time.Time
 	if o.progress > 0 {
 		t := time.NewTicker(o.progress)

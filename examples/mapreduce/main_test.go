@@ -61,8 +61,14 @@ func runJob(t *testing.T, args ...string) *summary {
 }
 
 // small is a job of 12 pages of at least 20ms each for 2 workers of 3
-// goroutines: 6 queries could run at once.
-var small = []string{"-rows", "6000", "-page", "500", "-workers", "2", "-concurrency", "3", "-limit", "2", "-slow", "20ms"}
+// goroutines: 6 queries could run at once. It runs once, with no
+// comparison run.
+var small = []string{"-rows", "6000", "-page", "500", "-workers", "2", "-concurrency", "3", "-limit", "2", "-slow", "20ms", "-compare=false"}
+
+// fleet is the default job (6 workers of 4 goroutines, limit 4, the first
+// worker reads half the pages, then the -mode setmaxopen run to compare)
+// on 12 pages of at least 20ms.
+var fleet = []string{"-rows", "6000", "-page", "500", "-slow", "20ms"}
 
 func TestEmbedded(t *testing.T) {
 	t.Parallel()
@@ -112,6 +118,62 @@ func TestEmbeddedWithoutLimit(t *testing.T) {
 	}
 }
 
+// The default job runs twice. With the semaphore the fleet never runs more
+// than K=4 queries; with the static split, SetMaxOpenConns(1) in each of 6
+// workers, it either runs more than K, or leaves K slots idle: the first
+// worker reads half the pages one query at a time, so the run lasts at
+// least as long as those queries, and the 4 slots are about half busy at
+// most (1/2 of the queries' time over 4 slots for at least 1/2 of it).
+func TestComparison(t *testing.T) {
+	t.Parallel()
+	s := runJob(t, fleet...)
+	c := s.Compared
+	if c == nil || c.Mode != "setmaxopen" || s.Mode != "semaphore" {
+		t.Fatalf("runs %q then %+v, want semaphore then setmaxopen", s.Mode, c)
+	}
+	if s.MaxInFlight < 1 || s.MaxInFlight > 4 {
+		t.Errorf("semaphore: max in flight = %d, want 1..4", s.MaxInFlight)
+	}
+	for _, r := range []*summary{s, c} {
+		if r.Rows != 6000 || r.Pages != 12 || r.Queries != 12 {
+			t.Errorf("%s: rows %d, pages %d, queries %d; want 6000, 12, 12", r.Mode, r.Rows, r.Pages, r.Queries)
+		}
+	}
+	if c.MaxInFlight <= 4 && c.SlotUse > 0.75 {
+		t.Errorf("setmaxopen kept K (max in flight %d) and kept its slots %.0f%% busy; want K exceeded or slots idle", c.MaxInFlight, 100*c.SlotUse)
+	}
+	// The first worker's 4 goroutines share its one connection.
+	if c.PoolWait == 0 {
+		t.Error("setmaxopen: no query waited for its process's connection")
+	}
+}
+
+// The pages are split among the workers: each page read once, the first
+// worker reading -skew of them.
+func TestPagesOf(t *testing.T) {
+	for _, c := range []struct {
+		workers int
+		skew    float64
+		first   int
+	}{{1, 0.5, 100}, {6, 0.5, 50}, {6, 0, 17}, {4, 0.9, 90}, {3, 0.001, 0}, {101, 0.5, 50}} {
+		cfg := workerConfig{Rows: 200000, Page: 2000, Workers: c.workers, Skew: c.skew}
+		seen := map[int64]int{}
+		for i := range c.workers {
+			for _, p := range cfg.pagesOf(i) {
+				seen[p]++
+			}
+		}
+		for p := range int64(100) {
+			if seen[p] != 1 {
+				t.Errorf("%d workers, skew %v: page %d read %d times", c.workers, c.skew, p, seen[p])
+			}
+		}
+		if n := len(cfg.pagesOf(0)); n != c.first || len(seen) != 100 {
+			t.Errorf("%d workers, skew %v: the first reads %d pages, all %d; want %d, 100", c.workers, c.skew, n, len(seen), c.first)
+		}
+	}
+}
+
 func TestPostgres(t *testing.T) {
 	dsn := servertest.PostgresDSN(t)
 	addr := servertest.RedisAddr(t)
@@ -122,7 +184,7 @@ func TestPostgres(t *testing.T) {
 	if s.MaxInFlight < 1 || s.MaxInFlight > 3 {
 		t.Errorf("max in flight = %d, want 1..3", s.MaxInFlight)
 	}
-	if s.Queries != 20 {
-		t.Errorf("queries = %d, want 20", s.Queries)
+	if s.Queries != 20 || s.Compared == nil || s.Compared.Queries != 20 {
+		t.Errorf("queries = %d, compared run %+v; want 20 in each", s.Queries, s.Compared)
 	}
 }

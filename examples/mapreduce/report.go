@@ -116,6 +116,7 @@ type summary struct {
 	SlotUse              float64       // busy query time / (K × time from first start to last end)
 	PermitWait, PoolWait time.Duration
 	Permits              int64
+	Compared             *summary // the -compare run with -mode setmaxopen, if any
 	events               []event
 	startNanos, endNanos int64
 }
@@ -187,5 +188,21 @@ func (s *summary) print(w io.Writer) {
 			s.PermitWait.Round(time.Millisecond), mean(s.PermitWait, s.Permits).Round(time.Microsecond), s.Permits)
 	}
 	fmt.Fprintf(&b, "  pool wait      %v total (database/sql waiting for a connection)\n", s.PoolWait.Round(time.Millisecond))
+	io.WriteString(w, b.String())
+}
+
+// printComparison prints the runs side by side: wall time, the most
+// queries the database saw at once, whether that kept within K, and how
+// busy the K slots were.
+func printComparison(w io.Writer, runs ...*summary) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-13s %9s %14s  %-9s %8s\n", "comparison", "elapsed", "max in flight", fmt.Sprintf("limit %d", runs[0].Limit), "slot use")
+	for _, s := range runs {
+		kept := "kept"
+		if int64(s.MaxInFlight) > s.Limit {
+			kept = "exceeded"
+		}
+		fmt.Fprintf(&b, "  %-11s %9v %14d  %-9s %7.0f%%\n", s.Mode, s.Elapsed.Round(time.Millisecond), s.MaxInFlight, kept, 100*s.SlotUse)
+	}
 	io.WriteString(w, b.String())
 }

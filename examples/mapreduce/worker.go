@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,7 +27,8 @@ type workerConfig struct {
 	Mode               string // semaphore, setmaxopen or none
 	Redis, Name        string
 	Limit              int64
-	Workers, Index     int // this worker handles pages Index, Index+Workers, ...
+	Workers, Index     int     // this worker handles pagesOf(Index)
+	Skew               float64 // -skew: the share of the pages of worker 0
 	Concurrency        int
 	Rows, Page         int64
 	Slow               time.Duration
@@ -152,7 +154,7 @@ func workerMain(ctx context.Context, cfgJSON string, stdout io.Writer) error {
 		db = sqlmw.OpenDB(connector, sem)
 	case "setmaxopen":
 		db = sql.OpenDB(connector)
-		db.SetMaxOpenConns(int(max(1, cfg.Limit/int64(cfg.Workers))))
+		db.SetMaxOpenConns(cfg.maxOpenPerProcess())
 	default:
 		db = sql.OpenDB(connector)
 	}
@@ -162,8 +164,7 @@ func workerMain(ctx context.Context, cfgJSON string, stdout io.Writer) error {
 	pages := make(chan int64)
 	go func() {
 		defer close(pages)
-		n := (cfg.Rows + cfg.Page - 1) / cfg.Page
-		for p := int64(cfg.Index); p < n; p += int64(cfg.Workers) {
+		for _, p := range cfg.pagesOf(cfg.Index) {
 			select {
 			case pages <- p:
 			case <-ctx.Done():
@@ -190,6 +191,36 @@ func workerMain(ctx context.Context, cfgJSON string, stdout io.Writer) error {
 	}
 	out.send(report{Kind: kindDone, PermitWait: time.Duration(permitWait.Load()), Permits: permits.Load(), PoolWait: db.Stats().WaitDuration})
 	return nil
+}
+
+// maxOpenPerProcess is the static split of -mode setmaxopen: K/workers
+// connections per worker, and at least 1, or it could not run at all.
+func (cfg workerConfig) maxOpenPerProcess() int { return int(max(1, cfg.Limit/int64(cfg.Workers))) }
+
+// pageCount is the number of pages of the table.
+func (cfg workerConfig) pageCount() int64 { return (cfg.Rows + cfg.Page - 1) / cfg.Page }
+
+// pagesOf returns the pages that worker i reads. With Skew 0 (or one
+// worker) the workers take turns: worker i reads pages i, i+Workers, ...
+// Otherwise worker 0 reads the first Skew of the pages (rounded) and the
+// others take turns over the rest, as a skewed key makes one subtask of a
+// real job much larger than the others.
+func (cfg workerConfig) pagesOf(i int) []int64 {
+	n, w := cfg.pageCount(), int64(cfg.Workers)
+	first, step, end := int64(i), w, n // turns over all the pages
+	if cfg.Skew > 0 && w > 1 {
+		n0 := min(n, int64(math.Round(cfg.Skew*float64(n))))
+		if i == 0 {
+			first, step, end = 0, 1, n0
+		} else {
+			first, step = n0+int64(i-1), w-1
+		}
+	}
+	var pages []int64
+	for p := first; p < end; p += step {
+		pages = append(pages, p)
+	}
+	return pages
 }
 
 // processPage is the map step: read one page and reduce it to a count and
