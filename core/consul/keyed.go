@@ -15,10 +15,11 @@ import (
 // memory bound. It takes New's options and core.WithLimits and
 // core.WithMaxIdleKeys, and panics as New does.
 //
-// The semaphore of key is named name + "#" + key in Consul when key is 1 to
-// 64 bytes of [A-Za-z0-9._:-], and name + "##" + 32 hex digits of the
-// key's SHA-256 otherwise, so no key reaches another key's semaphore or a
-// plain one (New's names cannot contain '#'). Each key's semaphore has its
+// The semaphore of key is named core.Key.Name(name) in Consul (name + "#"
+// + the key, with every byte outside [A-Za-z0-9._/:-] escaped as %XX) when
+// that is 1 to 64 bytes and holds no '/', and name + "##" + 32 hex digits
+// of the key's SHA-256 otherwise, so no key reaches another key's
+// semaphore or a plain one (New's names cannot contain '#'). Each key's semaphore has its
 // own session, created by its first Acquire; an idle key's semaphore is
 // closed (its session destroyed) when the key is evicted, and every key's
 // at Keyed.Close.

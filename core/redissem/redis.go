@@ -60,11 +60,12 @@ func New(client redis.UniversalClient, name string, limit int64, opts ...Option)
 // besides New's options, and panics as New does, and if defaultLimit or a
 // WithLimits limit is not in [1, core.MaxLimit].
 //
-// The semaphore of key is named name + "#" + key in Redis when key is 1 to
-// 64 bytes of [A-Za-z0-9._/:-], and name + "##" + 32 hex digits of the
-// key's SHA-256 otherwise (core.Key.Name). Since plain names cannot contain
-// '#', no key can address another keyed semaphore's key or a New
-// semaphore, whatever the key.
+// The semaphore of key is named core.Key.Name(name) in Redis: name + "#"
+// + the key, readable, with every byte outside [A-Za-z0-9._/:-] escaped as
+// %XX, when that is 1 to 64 bytes, and name + "##" + 32 hex digits of the
+// key's SHA-256 otherwise. Since plain names cannot contain '#', no key can
+// address another keyed semaphore's key or a New semaphore, whatever the
+// key.
 func NewKeyed(client redis.UniversalClient, name string, defaultLimit int64, opts ...Option) *core.Keyed {
 	return newKeyed("NewKeyed", client, name, defaultLimit, opts, func(s *Semaphore) core.LimitSemaphore { return s })
 }
