@@ -12,9 +12,11 @@ import (
 )
 
 // load is the workload of the failover scenarios: goroutines
-// that acquire (5 s timeout), hold 10–30 ms and release, in a loop, on one
-// semaphore per process, recording every hold on the machine's clock.
+// that acquire (5 s timeout), hold 10–30 ms and release (2 s timeout), in a
+// loop, on one semaphore per process, recording every hold on the
+// machine's clock.
 type load struct {
+	timeout time.Duration // of each Acquire and Release, if not 0
 	mu      sync.Mutex
 	ivs     map[string][]interval // per semaphore name
 	grants  map[string][]int64    // UnixNano at each Acquire's return
@@ -34,7 +36,11 @@ func (l *load) run(ctx context.Context, sem *redissem.Semaphore, name string, n 
 		go func() {
 			defer l.wg.Done()
 			for ctx.Err() == nil {
-				actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				acqTimeout, relTimeout := 5*time.Second, 2*time.Second
+				if l.timeout > 0 {
+					acqTimeout, relTimeout = l.timeout, l.timeout
+				}
+				actx, cancel := context.WithTimeout(ctx, acqTimeout)
 				p, err := sem.Acquire(actx)
 				cancel()
 				if err != nil {
@@ -50,7 +56,7 @@ func (l *load) run(ctx context.Context, sem *redissem.Semaphore, name string, n 
 				from := time.Now().UnixNano()
 				time.Sleep(time.Duration(10+rand.IntN(21)) * time.Millisecond)
 				to := time.Now().UnixNano()
-				rctx, rcancel := context.WithTimeout(context.Background(), 2*time.Second)
+				rctx, rcancel := context.WithTimeout(context.Background(), relTimeout)
 				rerr := p.Release(rctx)
 				rcancel()
 				l.mu.Lock()

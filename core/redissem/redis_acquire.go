@@ -274,11 +274,17 @@ func (s *Semaphore) leave(ctx context.Context, id string, ttl time.Duration) {
 // the failure.
 func (s *Semaphore) releaseID(ctx context.Context, id string, ttl time.Duration, foreground bool) (int64, error) {
 	backoff := 20 * time.Millisecond
+	var moving error // the latest migration reply
 	for {
 		r, err := s.runScript(ctx, scriptRelease, true, s.limit, id, s.b.tombArg(ttl))
 		if err == nil {
 			s.b.noteReleased(s, id, ttl)
 			return r.code, nil
+		}
+		if isMigration(err) {
+			moving = err
+		} else if moving != nil && ctx.Err() != nil {
+			err = moving // ctx ended a retry: the migration is what failed
 		}
 		if foreground && errors.Is(err, errBreakerOpen) {
 			return 0, err
@@ -337,6 +343,13 @@ func (s *Semaphore) release(ctx context.Context, p *holder) error {
 	rctx, cancel := bound(ctx, budget)
 	code, err := s.releaseID(rctx, p.id, ttl, true)
 	cancel()
+	if isMigration(err) && ctx.Err() == nil {
+		// A Cluster slot in migration answers MOVED, ASK or TRYAGAIN until
+		// it settles: keep at it, within ctx, for up to migrateBudget more.
+		rctx, cancel = bound(ctx, migrateBudget)
+		code, err = s.releaseID(rctx, p.id, ttl, true)
+		cancel()
+	}
 	if err != nil {
 		s.leave(ctx, p.id, ttl)
 		err = unavailable("release", s.name, err)

@@ -26,13 +26,14 @@ type redisBackend struct {
 	idBase  string // random per backend: ids are idBase + a counter
 	idSeq   atomic.Uint64
 
-	ctxHonoured bool          // the client bounds its I/O by each call's ctx
-	brk         breaker       // consecutive failures, outage start
-	dials       *dialWatch    // the client's latest dial: names a refused one
-	subSem      chan struct{} // serialises subscribing (a lock that ctx can abandon)
-	rightsOK    atomic.Bool   // the user's rights were checked (redis_rights.go)
-	ttlArgs     ttlArgs       // the default lease's arguments, boxed once (redis_run.go)
-	hooks       *testHooks    // nil but in tests (redis_follow.go)
+	ctxHonoured bool           // the client bounds its I/O by each call's ctx
+	brk         breaker        // consecutive failures, outage start
+	dials       *dialWatch     // the client's latest dial: names a refused one
+	migration   migrationWatch // how long a slot migration's replies have lasted
+	subSem      chan struct{}  // serialises subscribing (a lock that ctx can abandon)
+	rightsOK    atomic.Bool    // the user's rights were checked (redis_rights.go)
+	ttlArgs     ttlArgs        // the default lease's arguments, boxed once (redis_run.go)
+	hooks       *testHooks     // nil but in tests (redis_follow.go)
 
 	mu     sync.Mutex
 	pubsub *sub // nil until the first wait subscribes
@@ -315,7 +316,14 @@ func (b *redisBackend) poke() {
 	}
 }
 
+// report tells WithOnError and the observer of a backend failure; a slot
+// migration's replies only once it outlasts migrateBudget (migrationWatch).
 func (b *redisBackend) report(name string, err error) {
+	if isMigration(err) {
+		if err = b.migration.outlasted(err, time.Now()); err == nil {
+			return
+		}
+	}
 	if b.cfg.onError != nil {
 		b.cfg.onError(err)
 	}

@@ -91,6 +91,7 @@ func (s *Semaphore) runScript(ctx context.Context, sc *redis.Script, gated bool,
 		}
 		return reply{}, b.dials.explain(ctx, sent, err) // a refused dial, not "deadline exceeded"
 	}
+	b.migration.settled()
 	r, err := parseReply(v)
 	s.clock.learn(sent, recv, r.nowUS)
 	b.deliver(r.notes)
@@ -123,6 +124,7 @@ const (
 func (b *redisBackend) callRetry(ctx context.Context, sc *redis.Script, cmd []any) ([]any, error) {
 	start := time.Now()
 	backoff := 10 * time.Millisecond
+	var moving error // the latest migration reply
 	for {
 		octx, cancel := withDeadline(ctx, time.Now().Add(b.cfg.fault.opTimeout))
 		v, err := b.callScript(ctx, octx, sc, cmd)
@@ -130,7 +132,14 @@ func (b *redisBackend) callRetry(ctx context.Context, sc *redis.Script, cmd []an
 		if err == nil {
 			return v, nil
 		}
+		if moving != nil && ctx.Err() != nil {
+			// ctx ended a retry: the migration is what failed the call.
+			return v, moving
+		}
 		kind := clusterReplyOf(err)
+		if kind == replyMigrating || kind == replyMoved {
+			moving = err
+		}
 		budget := migrateBudget
 		if kind == replyDown {
 			budget = downBudget

@@ -15,6 +15,7 @@ import (
 // addShards subscribes s's shard channel, on the current subscription (made
 // if there is none), within ctx.
 func (b *redisBackend) addShards(ctx context.Context, s *Semaphore) error {
+	backoff := 10 * time.Millisecond
 	for {
 		b.mu.Lock()
 		sc := b.pubsub
@@ -26,9 +27,26 @@ func (b *redisBackend) addShards(ctx context.Context, s *Semaphore) error {
 		if sc == nil {
 			return errReplaced // subscribe makes it
 		}
-		if err := b.addShard(ctx, sc, s.notify, s.keys[0]); err != errReplaced || ctx.Err() != nil {
+		err := b.addShard(ctx, sc, s.notify, s.keys[0])
+		switch {
+		case err == errReplaced && ctx.Err() == nil:
+			continue
+		case !isMigration(err):
 			return err
 		}
+		// The slot moves, or moved (a stale slot map, reloading): try again
+		// within ctx; out of time, the wait goes on without it.
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return errMigrating
+		case <-b.stop:
+			t.Stop()
+			return errMigrating
+		case <-t.C:
+		}
+		backoff = min(2*backoff, 200*time.Millisecond)
 	}
 }
 
