@@ -60,6 +60,29 @@ func TestREADMESnippets(t *testing.T) {
 	}
 }
 
+// TestREADMECommands checks that the README shows, as a command of its
+// own, the test command that .ci/run runs, and the main job's command.
+func TestREADMECommands(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci, err := os.ReadFile("../../.ci/run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^TEST_CMD=\((.+)\)$`).FindSubmatch(ci)
+	if m == nil {
+		t.Fatal(".ci/run has no TEST_CMD=(...) line")
+	}
+	for _, cmd := range []string{string(m[1]), "go run ./examples/mapreduce"} {
+		if !strings.Contains(string(readme), "\n    "+cmd+"\n") {
+			t.Errorf("README.md does not show the command %q on a line of its own", cmd)
+		}
+	}
+}
+
 type block struct {
 	name string // from the mark above the block; "" if none
 	line int    // of the opening fence
