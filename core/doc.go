@@ -19,12 +19,18 @@
 // standalone, Sentinel, Cluster; a quorum of masters) and core/consul (in
 // a module of its own).
 //
+// What every backend guarantees (the limit, FIFO order, leases, fencing
+// tokens, the failure policy, reentrancy) and where each guarantee stops
+// is written once, in
+// https://github.com/distsem/distsem/blob/main/docs/GUARANTEES.md; core/semtest
+// checks the shared part on every backend.
+//
 //	sem := core.NewLocal(8)
 //	p, err := sem.Acquire(ctx) // FIFO; ends with ctx
 //	if err != nil {
 //		return err
 //	}
-//	defer p.Release(ctx)
+//	defer p.Release(context.WithoutCancel(ctx))
 //
 // # Errors
 //

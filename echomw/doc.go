@@ -23,7 +23,10 @@
 // permit. KeyExtractor changes the key. For one limit over every route,
 // use admit.Global(sem) with a core.Semaphore. Unlike net/http, Echo knows
 // the route before the middleware runs, so the middleware may be
-// installed with e.Use.
+// installed with e.Use. A Skipper keeps health checks and /metrics from
+// waiting on the semaphore's backend. What the semaphore itself guarantees
+// (FIFO, leases, the failure policy) is in
+// https://github.com/distsem/distsem/blob/main/docs/GUARANTEES.md.
 //
 // A rejected request never reaches the handler. The default handlers
 // return:

@@ -15,7 +15,9 @@
 // The key of a call is its full method name ("/package.Service/Method");
 // WithKey changes it. For one limit over every method, pass
 // admit.Global(sem) with a core.Semaphore. To limit only some methods, use
-// go-grpc-middleware's selector interceptor around these.
+// go-grpc-middleware's selector interceptor around these. What the
+// semaphore itself guarantees (FIFO, leases, the failure policy) is in
+// https://github.com/distsem/distsem/blob/main/docs/GUARANTEES.md.
 //
 // # When the permit is released
 //

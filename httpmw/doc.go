@@ -33,7 +33,10 @@
 // (core.WithMaxIdleKeys), and promadmit labels only the keys it is told.
 //
 // For one limit over every route, pass admit.Global(sem) with a
-// core.Semaphore.
+// core.Semaphore. Wrap only the handlers that need a limit, as above, so
+// that health checks and /metrics never wait on the semaphore's backend.
+// What the semaphore itself guarantees (FIFO, leases, the failure policy)
+// is in https://github.com/distsem/distsem/blob/main/docs/GUARANTEES.md.
 //
 // # Responses
 //

@@ -10,6 +10,9 @@
 //	sem := redissem.New(client, "orders-db", 8) // 8 queries fleet-wide
 //	db, err := sqlmw.Open("pgx", dsn, sem, sqlmw.WithMaxWait(5*time.Second))
 //
+// What the semaphore itself guarantees (FIFO, leases, the failure policy)
+// is in https://github.com/distsem/distsem/blob/main/docs/GUARANTEES.md.
+//
 // # One permit per query
 //
 //   - Exec (on the DB, a Conn, a Tx or a Stmt) holds its permit while the

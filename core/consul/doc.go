@@ -26,6 +26,10 @@
 //
 // # Guarantees
 //
+// How this backend compares with the others is in
+// https://github.com/distsem/distsem/blob/main/docs/GUARANTEES.md; how it
+// gives each guarantee:
+//
 //   - FIFO with direct hand-off. A holder of the whole limit (at limit 1,
 //     every holder) releases by removing itself from .lock, deleting its
 //     key and, in the same transaction, granting the head of the queue if
@@ -35,10 +39,10 @@
 //     release deletes its key in a transaction that cannot fail, and the
 //     head of the queue, woken by the deletion, grants itself: with
 //     several holders, each one changes .lock after the others read it,
-//     so releases that rewrote .lock raced each other and retried
-//     (bench/RESULTS-consul.md). Only the head is ever granted. A head that does not fit blocks the waiters behind it,
-//     as in golang.org/x/sync/semaphore, so none starves; TryAcquire never
-//     passes a queued waiter.
+//     so releases that rewrote .lock raced each other and retried. Only
+//     the head is ever granted. A head that does not fit blocks the
+//     waiters behind it, as in golang.org/x/sync/semaphore, so none
+//     starves; TryAcquire never passes a queued waiter.
 //   - No herd. The head of the queue runs a blocking query on P (a release,
 //     a holder's session ending, a new limit decide its turn); every other
 //     waiter runs a blocking query on the key of the waiter just ahead of
@@ -96,8 +100,8 @@
 // own grant, at limit > 1), and a Release one write that reads the prefix
 // before its delete. Grants are serialised on the one .lock key, so the
 // semaphore's rate is bounded by the agent's round-trip time and, on a
-// small machine, by the agent's CPU, whatever the limit
-// (bench/RESULTS-consul.md). On a LAN, give the client a transport with
+// small machine, by the agent's CPU, whatever the limit (see
+// https://github.com/distsem/distsem/blob/main/bench/BENCHMARKS.md). On a LAN, give the client a transport with
 // DisableCompression: Go's transport asks for gzip, and the agent then
 // compresses every list of the queue (measured: about a fifth of its CPU
 // per acquisition at limit 4). A holder that is paused or partitioned

@@ -18,7 +18,8 @@
 // time, sharing no state with any other, and fail the test when the
 // backend's server cannot be reached.
 //
-// The suite checks that:
+// The suite checks the part of
+// https://github.com/distsem/distsem/blob/main/docs/GUARANTEES.md that every backend shares:
 //
 //   - TryAcquire grants while permits are free and fails with
 //     core.ErrNoPermit once none are; the fencing tokens of successive
