@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"strconv"
 	"testing"
 
 	"github.com/distsem/distsem/core"
@@ -101,5 +102,34 @@ func TestSameResult(t *testing.T) {
 		if err := p.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkKeyed is core.NewLocalKeyed's acquire + release, one goroutine:
+// on one hot key, and on 1 000 keys in turn (each key's semaphore is made
+// on first use and dropped when its last permit is released).
+func BenchmarkKeyed(b *testing.B) {
+	ctx := context.Background()
+	for _, keys := range []int{1, 1000} {
+		b.Run("keys"+strconv.Itoa(keys), func(b *testing.B) {
+			k := core.NewLocalKeyed(1)
+			defer k.Close()
+			names := make([]string, keys)
+			for i := range names {
+				names[i] = "k" + strconv.Itoa(i)
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				p, err := k.Acquire(ctx, names[i%keys])
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := p.Release(ctx); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
 	}
 }
