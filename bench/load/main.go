@@ -1,6 +1,6 @@
 // Command load is the multi-process load driver of the benchmarks.
 //
-//	cd bench && go run ./load -backend distsem|seed|redsync|redislock|local|xsync -redis 127.0.0.1:6430 \
+//	cd bench && go run ./load -backend distsem|leased|seedsem|redsync|redislock|local|xsync -redis 127.0.0.1:6430 \
 //	    -limit 4 -procs 4 -workers 32 -hold 2ms -duration 5s
 //
 // The parent starts -procs worker processes (re-executions of this binary)
@@ -88,7 +88,7 @@ func main() {
 		return
 	}
 	if len(os.Args) > 1 && os.Args[1] == "summarize" {
-		files, base := os.Args[2:], "seed"
+		files, base := os.Args[2:], "seedsem"
 		if len(files) >= 2 && files[0] == "-base" {
 			files, base = files[2:], files[1]
 		}
@@ -115,7 +115,7 @@ func main() {
 	flag.StringVar(&c.results, "results", "", "append a JSON line with the figures to this file")
 	flag.IntVar(&c.rep, "rep", 0, "repetition number, recorded in -results")
 	flag.BoolVar(&c.keep, "keep", false, "keep the timeline files")
-	flag.IntVar(&c.pool, "pool", 0, "go-redis pool size per process (default: distsem 20, seed goroutines+8)")
+	flag.IntVar(&c.pool, "pool", 0, "go-redis pool size per process (default: distsem 20, seedsem goroutines+8)")
 	flag.IntVar(&c.redisPID, "redis-pid", 0, "PID of redis-server, to report its CPU use (optional)")
 	flag.IntVar(&c.sems, "sems", 1, "distinct semaphores; each acquire picks one at random")
 	flag.StringVar(&c.cluster, "cluster", "", "comma-separated Redis Cluster addresses (loopback only) instead of -redis")

@@ -110,7 +110,7 @@ func summarize(w io.Writer, files []string, base string) error {
 }
 
 // ratios prints, for every label "<workload>-<variant>" whose workload
-// also has a label "<workload>-<base>" (base is "seed" unless -base says
+// also has a label "<workload>-<base>" (base is "seedsem" unless -base says
 // otherwise), the ratio of its throughput to base's in the same repetition
 // (the variants of a repetition ran one after the other): the median and
 // range over the repetitions. Paired ratios cancel most of what moves a
@@ -132,12 +132,12 @@ func ratios(w io.Writer, order []string, groups map[string][]result, base string
 		if i < 0 || l[i+1:] == base {
 			continue
 		}
-		seed, ok := byLabel[l[:i]+"-"+base]
+		baseRuns, ok := byLabel[l[:i]+"-"+base]
 		if !ok {
 			continue
 		}
 		byRep := map[int]float64{}
-		for _, r := range seed {
+		for _, r := range baseRuns {
 			byRep[r.Rep] = r.Throughput
 		}
 		var q []float64
