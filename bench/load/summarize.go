@@ -49,7 +49,9 @@ var metrics = []metric{
 	{"CPU redis-server (cores)", func(r result) float64 { return r.CPURedis }, "%.2f"},
 	{"CPU workers (cores)", func(r result) float64 { return r.CPUWorkers }, "%.2f"},
 	{"Redis commands per acquisition", func(r result) float64 { return r.CmdsPerAcq }, "%.1f"},
+	{"Redis scripts per acquisition", func(r result) float64 { return r.ScriptsPerAcq }, "%.2f"},
 	{"server µs per EVALSHA", func(r result) float64 { return r.UsecPerEval }, "%.2f"},
+	{"redis-server CPU µs per acquisition", func(r result) float64 { return r.RedisUsPerAcq }, "%.1f"},
 	{"errors", func(r result) float64 { return float64(r.Errors) }, "%.0f"},
 }
 

@@ -1,4 +1,4 @@
-// Command plot draws the growth curves of bench/RESULTS.md from the JSON
+// Command plot draws the growth curves of bench/BENCHMARKS.md from the JSON
 // lines that `bench/load -results` (and `load idlemem`) append:
 //
 //	go run ./plot -in results.jsonl -out DIR
