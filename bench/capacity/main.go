@@ -4,12 +4,16 @@
 //
 //	cd bench && go run ./capacity -redis 127.0.0.1:7460
 //
-// It runs five phases on the server, one after the other, each after
+// It runs six phases on the server, one after the other, each after
 // CONFIG RESETSTAT, and reads the server's own accounting (INFO cpu and
 // commandstats) before and after each:
 //
 //	pairs        -workers goroutines, each on a semaphore of its own
 //	             (limit 1), loop acquire → release in the default mode
+//	spread       the same goroutines, each acquire on one of -sems
+//	             semaphores picked at random: a semaphore is seldom used
+//	             twice in a row, so its state is made anew, as in a fleet
+//	             with many semaphores each used now and then
 //	handoffs     the same goroutines on one semaphore of limit 1: every
 //	             grant is a hand-off (within the process, so its grant
 //	             comes back in the release's reply, without PUBLISH)
@@ -33,6 +37,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"sync"
@@ -50,6 +55,7 @@ type config struct {
 	duration time.Duration
 	workers  int
 	sems     int
+	spread   int
 	ttl      time.Duration
 	scenario scenario
 }
@@ -60,7 +66,8 @@ func main() {
 	flag.DurationVar(&c.duration, "duration", 5*time.Second, "length of each phase")
 	flag.IntVar(&c.workers, "workers", 8, "goroutines of the pairs phases")
 	flag.IntVar(&c.sems, "sems", 1000, "semaphores of the heartbeat phases")
-	flag.DurationVar(&c.ttl, "ttl", 300*time.Millisecond, "lease of the heartbeat phases (renewed every ttl/3)")
+	flag.IntVar(&c.spread, "spread", 10000, "semaphores of the spread phase")
+	flag.DurationVar(&c.ttl, "ttl", time.Second, "lease of the heartbeat phases (renewed every ttl/3)")
 	c.scenario.flags(flag.CommandLine)
 	flag.Parse()
 	if err := run(c); err != nil {
@@ -110,6 +117,7 @@ func run(c config) error {
 	}
 	steps := []step{
 		pairsStep("pairs", c, c.workers, redissem.NewKeyed(rdb, "pairs", 1, opts(10*time.Second)...)),
+		pairsStep("spread", c, -c.spread, redissem.NewKeyed(rdb, "spread", 1, opts(10*time.Second)...)),
 		holdStep("heartbeats", c, redissem.NewKeyed(rdb, "beats", 1, opts(c.ttl)...)),
 		pairsStep("handoffs", c, 1, redissem.NewKeyed(rdb, "handoffs", 1, opts(10*time.Second)...)),
 		pairsStep("leased-pairs", c, 1, redissem.NewLeasedKeyed(rdb, "leased-pairs", 64, opts(10*time.Second)...)),
@@ -160,7 +168,8 @@ func measure(ctx context.Context, rdb *redis.Client, st step) (*phase, error) {
 }
 
 // pairsStep loops acquire → release on c.workers goroutines for
-// c.duration, goroutine i on key i mod keys; an operation is one pair.
+// c.duration, goroutine i on key i mod keys, or with keys < 0 each pair on
+// one of −keys keys picked at random; an operation is one pair.
 func pairsStep(name string, c config, keys int, k *core.Keyed) step {
 	ctx := context.Background()
 	return step{
@@ -173,10 +182,13 @@ func pairsStep(name string, c config, keys int, k *core.Keyed) step {
 			errs := make(chan error, c.workers)
 			stop := time.Now().Add(c.duration)
 			for i := range c.workers {
-				key := "k" + strconv.Itoa(i%keys)
+				key := func() string { return "k" + strconv.Itoa(i%keys) }
+				if keys < 0 {
+					key = func() string { return "k" + strconv.Itoa(rand.IntN(-keys)) }
+				}
 				wg.Go(func() {
 					for time.Now().Before(stop) {
-						p, err := k.Acquire(ctx, key)
+						p, err := k.Acquire(ctx, key())
 						if err != nil {
 							errs <- err
 							return
