@@ -3,12 +3,11 @@ package redisbench
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"testing"
 	"time"
 
+	"github.com/distsem/distsem/bench/internal/pairs"
 	"github.com/distsem/distsem/bench/seedsem"
-	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/redissem"
 	"github.com/distsem/distsem/internal/servertest"
 	"github.com/redis/go-redis/v9"
@@ -25,21 +24,6 @@ func uniqueName(prefix string) string {
 	return fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano())
 }
 
-// pairs runs b.N acquire + release pairs of one semaphore, one at a time.
-func pairs(b *testing.B, s core.Semaphore) {
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		p, err := s.Acquire(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := p.Release(ctx); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
 // BenchmarkUncontended is one goroutine's acquire + release of a free
 // permit: two round trips, one script each, in the default mode; none
 // while the process holds a share, in the leased mode.
@@ -47,12 +31,12 @@ func BenchmarkUncontended(b *testing.B) {
 	b.Run("distsem", func(b *testing.B) {
 		s := redissem.New(client(b), uniqueName("redisbench"), 1, redissem.WithKeyPrefix("bench:"))
 		defer s.Close()
-		pairs(b, s)
+		pairs.Loop(b, s)
 	})
 	b.Run("leased", func(b *testing.B) {
 		s := redissem.NewLeased(client(b), uniqueName("redisbench"), 4, redissem.WithKeyPrefix("bench-leased:"))
 		defer s.Close()
-		pairs(b, s)
+		pairs.Loop(b, s)
 	})
 	b.Run("seedsem", func(b *testing.B) {
 		ctx := context.Background()
@@ -85,24 +69,7 @@ func BenchmarkUncontended(b *testing.B) {
 // BenchmarkKeyed is the same pair through redissem.NewKeyed, on one of
 // 1 000 keys in turn: the keyed lookup plus the round trips.
 func BenchmarkKeyed(b *testing.B) {
-	const keys = 1000
-	ctx := context.Background()
 	k := redissem.NewKeyed(client(b), uniqueName("redisbench-keyed"), 1, redissem.WithKeyPrefix("bench:"))
 	defer k.Close()
-	names := make([]string, keys)
-	for i := range names {
-		names[i] = "k" + strconv.Itoa(i)
-	}
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		p, err := k.Acquire(ctx, names[i%keys])
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := p.Release(ctx); err != nil {
-			b.Fatal(err)
-		}
-		i++
-	}
+	pairs.Keyed(b, k, 1000)
 }
