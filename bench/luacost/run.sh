@@ -54,14 +54,14 @@ D=variants/floor
 FLOOR4="floor4=acq:$D/acq4.lua,rel:$D/rel4.lua
 floor4_notime=acq:$D/acq3_notime.lua,rel:$D/rel3_notime.lua
 floor4_small=acq:$D/acq4.lua,rel:$D/rel4_small.lua"
-SEED=seedsem=sacq:../seedsem/acquire.lua,srel:../seedsem/release.lua
+SEEDSEM=seedsem=sacq:../seedsem/acquire.lua,srel:../seedsem/release.lua
 EMPTY=empty=acq:variants/empty.lua,rel:variants/empty2.lua
 case $PART in
 scripts)
   cat > "$F" <<V
 main=$M
 general=$G
-$SEED
+$SEEDSEM
 $EMPTY
 empty_seedsemargs=sacq:variants/empty.lua,srel:variants/empty2.lua
 empty_nokeys=none:variants/empty.lua,none:variants/empty2.lua
@@ -91,7 +91,7 @@ floors)
 $FLOOR4
 floor4_fields=acq:$D/acq4_fields.lua,rel:$D/rel4.lua
 floor4_packed=acq:$D/acq4_packed.lua,rel:$D/rel4_packed.lua
-$SEED
+$SEEDSEM
 $EMPTY
 V
   ;;
@@ -100,7 +100,7 @@ loop)
   # uncontended pair rate each design's scripts allow (iterations per
   # second), beside seedsem's and the reference design's (bench/refsem).
   cat > "$F" <<V
-$SEED
+$SEEDSEM
 main=$M
 $FLOOR4
 floor4_bare=acq:$D/acq3_notime.lua,rel:$D/rel3_bare.lua
