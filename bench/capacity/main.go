@@ -22,7 +22,10 @@
 //	leased-pairs -workers goroutines on one leased semaphore of limit 64
 //	leased-beats -sems leased semaphores, a permit held on each
 //
-// For each it prints the operations per second, scripts and commands per
+// Then it subscribes one connection to -subs shard channels named as
+// distsem names them and reports the server memory each one keeps.
+//
+// For each phase it prints the operations per second, scripts and commands per
 // operation, the scripts' own server time (commandstats) and the server's
 // whole CPU per operation (INFO cpu: scripts plus reading, parsing and
 // writing, which commandstats does not count). Then it prints the model
@@ -56,6 +59,7 @@ type config struct {
 	workers  int
 	sems     int
 	spread   int
+	subs     int
 	ttl      time.Duration
 	scenario scenario
 }
@@ -67,6 +71,7 @@ func main() {
 	flag.IntVar(&c.workers, "workers", 8, "goroutines of the pairs phases")
 	flag.IntVar(&c.sems, "sems", 1000, "semaphores of the heartbeat phases")
 	flag.IntVar(&c.spread, "spread", 10000, "semaphores of the spread phase")
+	flag.IntVar(&c.subs, "subs", 50000, "shard channels subscribed to measure their memory")
 	flag.DurationVar(&c.ttl, "ttl", time.Second, "lease of the heartbeat phases (renewed every ttl/3)")
 	c.scenario.flags(flag.CommandLine)
 	flag.Parse()
@@ -131,8 +136,13 @@ func run(c config) error {
 		}
 		done = append(done, p)
 	}
+	subBytes, err := subscriptionBytes(ctx, rdb, prefix+":", c.subs)
+	if err != nil {
+		return fmt.Errorf("subscriptions: %w", err)
+	}
 	printPhases(os.Stdout, c, done)
-	printModel(os.Stdout, c.scenario, done)
+	fmt.Printf("shard-channel subscriptions: %.0f bytes of used_memory each (%d channels, one subscriber each)\n\n", subBytes, c.subs)
+	printModel(os.Stdout, c.scenario, done, subBytes)
 	return nil
 }
 

@@ -51,7 +51,7 @@ func printPhases(w io.Writer, c config, ps []*phase) {
 // printModel prints what one core carries in each mode, and the load of
 // the scenario on each master as the number of semaphores that each
 // process keeps a lease on grows.
-func printModel(w io.Writer, s scenario, ps []*phase) {
+func printModel(w io.Writer, s scenario, ps []*phase, subBytes float64) {
 	pair, spread, hand, beat := find(ps, "pairs"), find(ps, "spread"), find(ps, "handoffs"), find(ps, "heartbeats")
 	lbeat, lpair := find(ps, "leased-beats"), find(ps, "leased-pairs")
 	period := (s.ttl / 3).Seconds()
@@ -73,8 +73,12 @@ func printModel(w io.Writer, s scenario, ps []*phase) {
 	grantUS := max(hand.cpuPerOpUS, spread.cpuPerOpUS)
 	fmt.Fprintf(w, "  grants per master: %.0f/s, %.2f cores at %.1f µs each\n", grants, grants*grantUS/1e6, grantUS)
 	conns := s.procs * (s.pool + 1)
-	fmt.Fprintf(w, "  connections per master: up to %d (pool %d + 1 pub/sub, per process) against maxclients %d\n\n",
+	fmt.Fprintf(w, "  connections per master: up to %d (pool %d + 1 pub/sub, per process) against maxclients %d\n",
 		conns, s.pool, s.maxClients)
+	// Each process subscribes one shard channel per semaphore it waits on.
+	worst := float64(s.procs) * float64(s.sems) / float64(s.shards)
+	fmt.Fprintf(w, "  shard-channel subscriptions per master if every process waits on every semaphore: %.0f, %.0f MiB\n\n",
+		worst, worst*subBytes/(1<<20))
 	fmt.Fprintln(w, "| leases per process | renewals/s per master | renewal cores per master | cores per master with the grants | leased mode: renewal cores per master |")
 	fmt.Fprintln(w, "|---|---|---|---|---|")
 	for _, active := range []int{1, 10, 100, 1000, 10000} {

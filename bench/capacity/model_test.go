@@ -25,12 +25,13 @@ func TestModelCountsRenewalsPerMaster(t *testing.T) {
 	ps := []*phase{ph("pairs", 40), ph("spread", 60), ph("handoffs", 50), ph("heartbeats", 30),
 		ph("leased-pairs", 0), ph("leased-beats", 20)}
 	var b strings.Builder
-	printModel(&b, scenario{procs: 1000, sems: 10000, shards: 6, ttl: 10 * time.Second, rate: 100, pool: 10, maxClients: 10000}, ps)
+	printModel(&b, scenario{procs: 1000, sems: 10000, shards: 6, ttl: 10 * time.Second, rate: 100, pool: 10, maxClients: 10000}, ps, 100)
 	out := b.String()
 	for _, want := range []string{
 		"grants per master: 16667/s, 1.00 cores at 60.0 µs each", // the larger of spread and hand-off
 		"| 100 | 5000 | 0.15 | 1.15 | 0.10 |",
 		"up to 11000 (pool 10 + 1 pub/sub, per process)",
+		"every semaphore: 1666667, 159 MiB",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("model output lacks %q:\n%s", want, out)
