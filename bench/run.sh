@@ -1,31 +1,36 @@
 #!/usr/bin/env bash
-# Reruns the benchmarks of bench/RESULTS.md on fresh redis-servers on
-# loopback, every backend of a part side by side in the same run.
+# Runs the multi-process benchmarks of BENCHMARKS.md on fresh redis-servers
+# on loopback, every backend of a part side by side in the same run.
 #
 #   bench/run.sh                        # everything (core parts, then peers and growth curves)
 #   ONLY="util burst" bench/run.sh      # a subset of the parts below
-#   SCALE=small bench/run.sh            # shorter runs and fewer points (a check that it works)
+#   SCALE=small bench/run.sh            # shorter runs and fewer points
 #   REPS=5 DURATION=10s OUT=/tmp/x bench/run.sh   # REPS: core parts; GREPS (default 1): growth parts
 #
-# Parts. Core (issue 2; distsem beside the seed's design):
+# Parts. Core (distsem's default mode and its leased mode beside bench/seedsem,
+# the ZSET + BRPOP design; CORE sets the backends):
 #   util util1 procs uncontended burst handoff reference evalsha local
-# Peers and growth curves (issue 11 §3; distsem, its leased mode, the
-# seed, go-redsync/redsync, bsm/redislock, and the in-process bound
-# core.Local and x/sync):
+# Capacity (bench/capacity: the server CPU per operation and the model,
+# then a load run that pushes the server as far as the machine allows):
+#   capacity
+# Peers and growth curves (distsem, its leased mode, bench/seedsem,
+# go-redsync/redsync, bsm/redislock, and the in-process bound core.Local
+# and x/sync; DIST sets the Redis backends):
 #   peers          limit 1, 4 processes × 4, 1 ms holds; and 1 goroutine, hold 0
 #   growth-procs   utilization and throughput, processes 1 → 16
 #   growth-waiters wait time, waiters 10 → 10 000
 #   growth-sems    throughput, distinct semaphores 1 → 10 000, and Redis memory per idle semaphore
 #   cluster        aggregate throughput, 3-master Redis Cluster against one node
-# and at the end `plots` (PNG files from $OUT/results.jsonl, bench/plot).
-# Each part alone takes under 10 minutes on 2 cores (SCALE=full, REPS=1).
+# and at the end `plots` (SVG files from $OUT/results.jsonl, bench/plot).
+# Each part alone takes under 10 minutes on 2 cores (SCALE=full, REPS=1);
+# README.md gives each part's time.
 #
-# It picks a free port among $PORTS (default 6430-6439) for redis-server
+# It picks a free port among $PORTS (default 7460-7469) for redis-server
 # (no persistence) and, for `cluster`, three among $CLUSTER_PORTS (default
-# 6440-6449; each with its cluster bus on port+$BUS_OFFSET, default 10000),
+# 7470-7479; each with its cluster bus on port+$BUS_OFFSET, default 10000),
 # and stops every server by its PID on exit. Output in $OUT: results.jsonl (one line per run),
 # runs.txt (every report), machine.txt, evalsha.csv, local-bench.txt,
-# summary.md (median and range per workload) and *.png.
+# capacity.txt, summary.md (median and range per workload) and *.svg.
 set -euo pipefail
 
 cd "$(dirname "$0")" # the bench module
@@ -33,14 +38,15 @@ REPS=${REPS:-3}
 SCALE=${SCALE:-full}
 DURATION=${DURATION:-5s}
 OUT=${OUT:-$(mktemp -d /tmp/distsem-bench.XXXXXX)}
-CORE_PARTS="util util1 procs uncontended burst handoff reference evalsha local"
+CORE_PARTS="util util1 procs uncontended burst handoff reference evalsha local capacity"
 GROWTH_PARTS="peers growth-procs growth-waiters growth-sems cluster"
 ONLY=${ONLY:-"$CORE_PARTS $GROWTH_PARTS plots"}
-PORTS=${PORTS:-$(seq 6430 6439)}
-CLUSTER_PORTS=${CLUSTER_PORTS:-$(seq 6440 6449)}
+PORTS=${PORTS:-$(seq 7460 7469)}
+CLUSTER_PORTS=${CLUSTER_PORTS:-$(seq 7470 7479)}
 BUS_OFFSET=${BUS_OFFSET:-10000}
-# Backends of the growth parts (leased: core.WithLeasedShares).
-DIST=${DIST:-"distsem leased seed redsync redislock"}
+# Backends of the core parts and of the growth parts (leased: redissem.NewLeased).
+CORE=${CORE:-"distsem leased seedsem"}
+DIST=${DIST:-"distsem leased seedsem redsync redislock"}
 OUT=$(mkdir -p "$OUT" && cd "$OUT" && pwd)
 D=$(mktemp -d /tmp/distsem-redis.XXXXXX)
 
@@ -113,12 +119,12 @@ run() { # label backend flags... (on the standalone server unless flags say -clu
 		echo "!! run failed: $label $backend $*" | tee -a "$OUT/runs.txt"
 }
 
-# ---- core (issue 2): distsem and the seed, interleaved
+# ---- core: the backends of $CORE, interleaved in each repetition
 SHA=$(redis-cli -p "$PORT" script load "return 1")
 if any_of util util1 procs uncontended burst handoff reference evalsha; then
 	for rep in $(seq "$REPS"); do
 		echo "---- repetition $rep"
-		for b in distsem seed; do
+		for b in $CORE; do
 			if want util; then
 				run util-4p "$b" -limit 4 -procs 4 -workers 32 -hold 2ms
 			fi
@@ -157,7 +163,18 @@ if want local; then
 	go test -run '^$' -bench . -benchmem -count 5 ./local/ | tee "$OUT/local-bench.txt"
 fi
 
-# ---- peers and growth curves (issue 11 §3)
+if want capacity; then
+	# The server CPU per operation and the model (bench/capacity), then
+	# the check: 4 processes × 32 goroutines on 10 000 semaphores, hold 0
+	# (nearly every grant uncontended); the burst part is the check of the
+	# hand-off figure.
+	go run ./capacity -redis "$ADDR" | tee "$OUT/capacity.txt"
+	for rep in $(seq "$REPS"); do
+		run capacity-check distsem -limit 1 -procs 4 -workers 32 -hold 0 -sems 10000
+	done
+fi
+
+# ---- peers and growth curves
 # The points of each curve can be set: e.g. WAITERS=10000 for one point.
 if [ "$SCALE" = small ]; then
 	GD=2s WD=${WD:-3s} PROCS=${PROCS:-"1 2 4 8 16"} WAITERS=${WAITERS:-"10 100 1000"} SEMS=${SEMS:-"1 100 10000"} IDLE_N=${IDLE_N:-2000}

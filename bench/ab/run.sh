@@ -13,7 +13,11 @@ set -eu
 cd "$(dirname "$0")/.." # bench
 OLD=${OLD:?OLD must name the commit to compare with}
 REPS=${REPS:-5}
-PORT=${PORT:-6436}
+PORT=${PORT:-7484}
+if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then
+  echo "port $PORT is in use: set PORT" >&2
+  exit 1
+fi
 OUT=${OUT:-$(mktemp -d /tmp/distsem-ab.XXXXXX)}
 mkdir -p "$OUT"
 tmp=$(mktemp -d)

@@ -18,11 +18,11 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // documentedAllocs are the allocations per admitted request that
-// bench/RESULTS.md §3 states for branch allocs (run 4), by adapter and
-// backend (the names of backends()). A change in core or in an adapter
-// that moves one of them makes that section stale: rerun its command and
-// update the table there, then this one. Keyed costs what global does
-// since a keyed Local permit is no longer wrapped; 3 is issue 4's bound.
+// bench/BENCHMARKS.md ("Adapters") states, by adapter and backend (the
+// names of backends()). A change in core or in an adapter that moves one
+// of them makes that section stale: rerun its command and update the table
+// there, then this one. Keyed costs what global does, since a keyed Local
+// permit is not wrapped.
 var documentedAllocs = map[string]map[string]float64{
 	"httpmw":              {"local-global": 3, "local-keyed": 3, "local-keyed+prometheus": 3},
 	"grpcmw unary server": {"local-global": 2, "local-keyed": 2, "local-keyed+prometheus": 2},
@@ -31,7 +31,7 @@ var documentedAllocs = map[string]map[string]float64{
 }
 
 // TestAllocsAsDocumented checks that the allocation counts of
-// bench/RESULTS.md §3 still hold: they do not depend on the machine's load,
+// bench/BENCHMARKS.md still hold: they do not depend on the machine's load,
 // so a difference is a stale figure (or a regression), never noise.
 func TestAllocsAsDocumented(t *testing.T) {
 	if raceEnabled {

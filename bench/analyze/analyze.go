@@ -1,5 +1,5 @@
 // Package analyze turns the per-grant timelines recorded by the load driver
-// (bench/load) into the figures of bench/RESULTS-core.md: throughput,
+// (bench/load) into the figures of bench/BENCHMARKS.md: throughput,
 // utilization, waits, the highest number of holders at once, fairness and
 // FIFO order.
 //
@@ -462,7 +462,7 @@ func splitHandoffs(events []Event, from, to int64) []split {
 	return out
 }
 
-// Print writes the report in the text form used by RESULTS-core.md.
+// Print writes the report as the load driver prints it.
 func (r Report) Print(w io.Writer) {
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.3fms", float64(d)/1e6) }
 	fmt.Fprintf(w, "window %v, grants %d, throughput %.1f/s, utilization %.4f\n", r.Window, r.Grants, r.Throughput, r.Util)

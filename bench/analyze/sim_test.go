@@ -7,7 +7,7 @@ import (
 // sim is a discrete-event model of a semaphore with round trip rtt (half
 // each way) and a wake-up delay for a notified waiter. fifo: the release
 // hands the permit to the head of the queue in the same step (distsem's
-// design). Otherwise (barging, the seed's design): the release frees the
+// design). Otherwise (barging, the ZSET + BRPOP design): the release frees the
 // permit and wakes the head, which must ask again; whoever reaches the
 // server first gets the permit, and a loser queues again at the tail.
 type sim struct {

@@ -27,7 +27,7 @@ redis.call('PUBLISH', KEYS[1], us)
 return us`)
 
 func main() {
-	addr := flag.String("addr", "127.0.0.1:6379", "redis address")
+	addr := flag.String("addr", "127.0.0.1:7460", "redis address")
 	n := flag.Int("n", 3000, "hand-offs")
 	gap := flag.Duration("gap", 2*time.Millisecond, "sleep before each publish")
 	role := flag.String("role", "pub", "pub or sub")

@@ -6,11 +6,11 @@
 // From bench/:
 //
 //	go run ./keys                                  # in-process only
-//	go run ./keys -redis 127.0.0.1:6379            # and Redis
+//	go run ./keys -redis 127.0.0.1:7460            # and Redis
 //	go run ./keys -http 1500 -keys 0 -big 0        # httpmw keyed by long paths
 //
 // Each key is acquired once and released at once (the pattern of a client
-// sending a new path per request). The figures go to bench/RESULTS.md.
+// sending a new path per request). The figures are in bench/BENCHMARKS.md.
 package main
 
 import (

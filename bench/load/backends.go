@@ -34,7 +34,7 @@ type backend interface {
 
 // Backends, as named by -backend. The peers (redsync, redislock) are
 // mutexes: they need -limit 1. local and xsync are per process: -procs 1.
-var backendNames = []string{"distsem", "leased", "seed", "ref", "redsync", "redislock", "local", "xsync"}
+var backendNames = []string{"distsem", "leased", "seedsem", "ref", "redsync", "redislock", "local", "xsync"}
 
 func mutexOnly(b string) bool { return b == "redsync" || b == "redislock" }
 func inProcess(b string) bool { return b == "local" || b == "xsync" }
@@ -221,7 +221,7 @@ func openBackend(c config) (backend, func(), error) {
 	pool := c.pool
 	if pool <= 0 {
 		pool = 20
-		if c.backend == "seed" {
+		if c.backend == "seedsem" {
 			// One connection per goroutine blocked in BRPOP, plus spares
 			// for the releases.
 			pool = c.childGors + 8
@@ -257,7 +257,7 @@ func openBackend(c config) (backend, func(), error) {
 		}
 		k := newKeyed(client, c.name, c.limit, opts...)
 		return keyedSem{k, keys}, func() { k.Close(); client.Close() }, nil
-	case "seed":
+	case "seedsem":
 		s := make([]*seedsem.Sem, len(keys))
 		for i, k := range keys {
 			s[i] = seedsem.New(client, k, c.limit, seedsem.Options{ID: fmt.Sprintf("p%d-%d", c.childIndex, os.Getpid())})

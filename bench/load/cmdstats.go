@@ -61,15 +61,18 @@ func sampleCommands(c config) cmdSample {
 	return s
 }
 
-// commandCost returns the Redis commands per acquisition and the server
-// µs per EVALSHA between two samples, or zeros when not known.
-func commandCost(a, b cmdSample, grants int) (perAcq, usecPerEval float64) {
+// commandCost returns the Redis commands and the scripts (EVALSHA) per
+// acquisition and the server µs per EVALSHA between two samples, or zeros
+// when not known.
+func commandCost(a, b cmdSample, grants int) (perAcq, scriptsPerAcq, usecPerEval float64) {
 	if !a.ok || !b.ok || grants == 0 {
-		return 0, 0
+		return 0, 0, 0
 	}
 	perAcq = float64(b.calls-a.calls) / float64(grants)
-	if n := b.evalsha - a.evalsha; n > 0 {
+	n := b.evalsha - a.evalsha
+	scriptsPerAcq = float64(n) / float64(grants)
+	if n > 0 {
 		usecPerEval = float64(b.evalUsec-a.evalUsec) / float64(n)
 	}
-	return perAcq, usecPerEval
+	return perAcq, scriptsPerAcq, usecPerEval
 }

@@ -30,8 +30,8 @@ type idleResult struct {
 func idlemem(args []string) error {
 	fs := flag.NewFlagSet("idlemem", flag.ExitOnError)
 	var c config
-	fs.StringVar(&c.backend, "backend", "distsem", "distsem | seed | redsync | redislock")
-	fs.StringVar(&c.addr, "redis", "127.0.0.1:6430", "redis-server address (loopback only)")
+	fs.StringVar(&c.backend, "backend", "distsem", "distsem | seedsem | redsync | redislock")
+	fs.StringVar(&c.addr, "redis", "127.0.0.1:7460", "redis-server address (loopback only)")
 	n := fs.Int("n", 1000, "semaphores")
 	results := fs.String("results", "", "append a JSON line to this file")
 	if err := fs.Parse(args); err != nil {

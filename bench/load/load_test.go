@@ -51,7 +51,7 @@ func summarized(t *testing.T, rs ...result) string {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := summarize(&out, []string{path}, "seed"); err != nil {
+	if err := summarize(&out, []string{path}, "seedsem"); err != nil {
 		t.Fatal(err)
 	}
 	return out.String()
@@ -63,16 +63,16 @@ func TestSummarizeGroupsByLabelAndBackend(t *testing.T) {
 		rs = append(rs, result{Label: "util", Backend: "distsem", Rep: i + 1, Limit: 4, Hold: 2 * time.Millisecond,
 			Report: analyze.Report{Util: u, Throughput: 1000}})
 	}
-	rs = append(rs, result{Label: "util", Backend: "seed", Rep: 1, Report: analyze.Report{Util: 0.5}})
+	rs = append(rs, result{Label: "util", Backend: "seedsem", Rep: 1, Report: analyze.Report{Util: 0.5}})
 	s := summarized(t, rs...)
-	for _, want := range []string{"### util / distsem", "3 repetitions", "| utilization | 0.850 | 0.800 – 0.900 |", "### util / seed", "| utilization | 0.500 | 0.500 – 0.500 |"} {
+	for _, want := range []string{"### util / distsem", "3 repetitions", "| utilization | 0.850 | 0.800 – 0.900 |", "### util / seedsem", "| utilization | 0.500 | 0.500 – 0.500 |"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("summary lacks %q:\n%s", want, s)
 		}
 	}
 }
 
-// The ratios to the seed pair each repetition with the seed's own: rep 1
+// The ratios to seedsem pair each repetition with seedsem's own: rep 1
 // 1500/1000, rep 2 1800/2000, rep 3 1200/1000 give 1.50, 0.90, 1.20.
 func TestSummarizeRatiosPairedByRepetition(t *testing.T) {
 	var rs []result
@@ -80,17 +80,17 @@ func TestSummarizeRatiosPairedByRepetition(t *testing.T) {
 		rs = append(rs, result{Label: label, Backend: backend, Rep: rep, Report: analyze.Report{Throughput: thr}})
 	}
 	for i, thr := range []float64{1000, 2000, 1000} {
-		add("burst-seed", "seed", i+1, thr)
+		add("burst-seedsem", "seedsem", i+1, thr)
 	}
 	for i, thr := range []float64{1500, 1800, 1200} {
 		add("burst-new", "distsem", i+1, thr)
 	}
-	add("other-new", "distsem", 1, 900) // no seed in its workload: no ratio
+	add("other-new", "distsem", 1, 900) // no seedsem in its workload: no ratio
 	s := summarized(t, rs...)
 	if want := "| burst-new | 1.20 | 0.90 – 1.50 | 3 |"; !strings.Contains(s, want) {
 		t.Errorf("summary lacks %q:\n%s", want, s)
 	}
-	for _, absent := range []string{"| other-new |", "| burst-seed |"} {
+	for _, absent := range []string{"| other-new |", "| burst-seedsem |"} {
 		if strings.Contains(s, absent) {
 			t.Errorf("summary has a ratio row %q:\n%s", absent, s)
 		}
@@ -111,7 +111,7 @@ func TestCPUCounters(t *testing.T) {
 }
 
 func TestCheckAcceptsPeers(t *testing.T) {
-	for _, b := range []string{"distsem", "seed", "redsync", "redislock"} {
+	for _, b := range []string{"distsem", "seedsem", "redsync", "redislock"} {
 		c := config{backend: b, addr: "127.0.0.1:6430", cluster: "127.0.0.1:7000,127.0.0.1:7001", limit: 1, procs: 4, workers: 8, duration: time.Second, warmup: -1, cooldown: -1, sems: 100}
 		if err := c.check(); err != nil {
 			t.Errorf("%s: %v", b, err)

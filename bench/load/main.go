@@ -1,6 +1,6 @@
 // Command load is the multi-process load driver of the benchmarks.
 //
-//	cd bench && go run ./load -backend distsem|seed|redsync|redislock|local|xsync -redis 127.0.0.1:6430 \
+//	cd bench && go run ./load -backend distsem|leased|seedsem|redsync|redislock|local|xsync -redis 127.0.0.1:7460 \
 //	    -limit 4 -procs 4 -workers 32 -hold 2ms -duration 5s
 //
 // The parent starts -procs worker processes (re-executions of this binary)
@@ -12,11 +12,11 @@
 // it. The parent merges the timelines and prints the figures of
 // bench/analyze over the steady window [start+warmup, start+duration−cooldown).
 //
-// Backends: distsem (redissem.New), seed (bench/seedsem, the article's
-// design), the peers redsync (go-redsync/redsync) and redislock
-// (bsm/redislock), which are mutexes and need -limit 1, local
-// (core.NewLocal) and xsync (golang.org/x/sync/semaphore), which are per
-// process and need -procs 1, and leased (redissem.NewLeased). See backends.go for each peer's settings.
+// Backends: distsem (redissem.New), leased (redissem.NewLeased), seedsem
+// (bench/seedsem, the ZSET + BRPOP design), ref (bench/refsem), the peers
+// redsync (go-redsync/redsync) and redislock (bsm/redislock), which are
+// mutexes and need -limit 1, local (core.NewLocal) and xsync
+// (golang.org/x/sync/semaphore), which are per process and need -procs 1. See backends.go for each peer's settings.
 //
 // With -sems N each acquire picks one of N semaphores at random (distsem
 // uses redissem.NewKeyed); -cluster a,b,c runs on a Redis Cluster.
@@ -30,7 +30,7 @@
 // prints the median and range of every figure per -label, from the JSON
 // lines that runs with -results appended, and the throughput of each
 // label "<workload>-<variant>" over that of "<workload>-VARIANT" (default
-// seed), paired by repetition.
+// seedsem), paired by repetition.
 package main
 
 import (
@@ -88,7 +88,7 @@ func main() {
 		return
 	}
 	if len(os.Args) > 1 && os.Args[1] == "summarize" {
-		files, base := os.Args[2:], "seed"
+		files, base := os.Args[2:], "seedsem"
 		if len(files) >= 2 && files[0] == "-base" {
 			files, base = files[2:], files[1]
 		}
@@ -100,7 +100,7 @@ func main() {
 	}
 	var c config
 	flag.StringVar(&c.backend, "backend", "distsem", strings.Join(backendNames, " | "))
-	flag.StringVar(&c.addr, "redis", "127.0.0.1:6430", "redis-server address (loopback only)")
+	flag.StringVar(&c.addr, "redis", "127.0.0.1:7460", "redis-server address (loopback only)")
 	flag.StringVar(&c.name, "name", "", "semaphore name (default: unique per run)")
 	flag.Int64Var(&c.limit, "limit", 4, "permits")
 	flag.IntVar(&c.procs, "procs", 4, "worker processes")
@@ -115,7 +115,7 @@ func main() {
 	flag.StringVar(&c.results, "results", "", "append a JSON line with the figures to this file")
 	flag.IntVar(&c.rep, "rep", 0, "repetition number, recorded in -results")
 	flag.BoolVar(&c.keep, "keep", false, "keep the timeline files")
-	flag.IntVar(&c.pool, "pool", 0, "go-redis pool size per process (default: distsem 20, seed goroutines+8)")
+	flag.IntVar(&c.pool, "pool", 0, "go-redis pool size per process (default: distsem 20, seedsem goroutines+8)")
 	flag.IntVar(&c.redisPID, "redis-pid", 0, "PID of redis-server, to report its CPU use (optional)")
 	flag.IntVar(&c.sems, "sems", 1, "distinct semaphores; each acquire picks one at random")
 	flag.StringVar(&c.cluster, "cluster", "", "comma-separated Redis Cluster addresses (loopback only) instead of -redis")
@@ -193,8 +193,11 @@ type result struct {
 	CPURedis   float64 `json:"cpu_redis"`
 	CPUOther   float64 `json:"cpu_other"`
 	// Redis INFO commandstats over the run (standalone server only).
-	CmdsPerAcq  float64 `json:"cmds_per_acq,omitempty"`
-	UsecPerEval float64 `json:"usec_per_evalsha,omitempty"`
+	CmdsPerAcq    float64 `json:"cmds_per_acq,omitempty"`
+	ScriptsPerAcq float64 `json:"scripts_per_acq,omitempty"`
+	UsecPerEval   float64 `json:"usec_per_evalsha,omitempty"`
+	// redis-server's CPU time (with -redis-pid) per grant, in µs.
+	RedisUsPerAcq float64 `json:"redis_us_per_acq,omitempty"`
 	analyze.Report
 }
 
@@ -330,7 +333,11 @@ func parent(c config) error {
 			grants++
 		}
 	}
-	cmdsPerAcq, usecPerEval := commandCost(cmd0, cmd1, grants)
+	cmdsPerAcq, scriptsPerAcq, usecPerEval := commandCost(cmd0, cmd1, grants)
+	var redisUsPerAcq float64
+	if c.redisPID > 0 && grants > 0 {
+		redisUsPerAcq = float64(cpu1.redis-cpu0.redis) / clkTck * 1e6 / float64(grants)
+	}
 
 	// With -sems N the holders of N semaphores overlap: the limit checked
 	// on the merged timeline is then N × limit.
@@ -353,7 +360,8 @@ func parent(c config) error {
 	rep.Print(os.Stdout)
 	fmt.Printf("cpu (cores busy): machine %.2f = workers %.2f + redis %.2f + other %.2f\n", cpuMachine, cpuWorkers, cpuRedis, cpuOther)
 	if cmdsPerAcq > 0 {
-		fmt.Printf("redis: %.1f commands per acquisition (INFO commandstats, all commands), %.2f µs per EVALSHA\n", cmdsPerAcq, usecPerEval)
+		fmt.Printf("redis: %.1f commands and %.2f scripts per acquisition (INFO commandstats, all commands), %.2f µs per EVALSHA, %.1f µs of redis-server CPU per acquisition\n",
+			cmdsPerAcq, scriptsPerAcq, usecPerEval, redisUsPerAcq)
 	}
 	if c.results != "" {
 		f, err := os.OpenFile(c.results, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
@@ -366,7 +374,7 @@ func parent(c config) error {
 			Limit: c.limit, Hold: c.hold, Duration: c.duration, Errors: errCount, Report: rep,
 			Sems: c.sems, Cluster: c.cluster != "", Starved: starved,
 			CPUMachine: cpuMachine, CPUWorkers: cpuWorkers, CPURedis: cpuRedis, CPUOther: cpuOther,
-			CmdsPerAcq: cmdsPerAcq, UsecPerEval: usecPerEval,
+			CmdsPerAcq: cmdsPerAcq, ScriptsPerAcq: scriptsPerAcq, UsecPerEval: usecPerEval, RedisUsPerAcq: redisUsPerAcq,
 		})
 		if _, err := fmt.Fprintf(f, "%s\n", b); err != nil {
 			return err

@@ -49,7 +49,9 @@ var metrics = []metric{
 	{"CPU redis-server (cores)", func(r result) float64 { return r.CPURedis }, "%.2f"},
 	{"CPU workers (cores)", func(r result) float64 { return r.CPUWorkers }, "%.2f"},
 	{"Redis commands per acquisition", func(r result) float64 { return r.CmdsPerAcq }, "%.1f"},
+	{"Redis scripts per acquisition", func(r result) float64 { return r.ScriptsPerAcq }, "%.2f"},
 	{"server µs per EVALSHA", func(r result) float64 { return r.UsecPerEval }, "%.2f"},
+	{"redis-server CPU µs per acquisition", func(r result) float64 { return r.RedisUsPerAcq }, "%.1f"},
 	{"errors", func(r result) float64 { return float64(r.Errors) }, "%.0f"},
 }
 
@@ -109,39 +111,54 @@ func summarize(w io.Writer, files []string, base string) error {
 	return nil
 }
 
-// ratios prints, for every label "<workload>-<variant>" whose workload
-// also has a label "<workload>-<base>" (base is "seed" unless -base says
-// otherwise), the ratio of its throughput to base's in the same repetition
-// (the variants of a repetition ran one after the other): the median and
-// range over the repetitions. Paired ratios cancel most of what moves a
-// shared machine between repetitions.
+// ratios prints the throughput of each run over that of a base run of the
+// same repetition (the runs of a repetition ran one after the other), as
+// the median and range over the repetitions: for every label
+// "<workload>-<variant>" whose workload also has a label
+// "<workload>-<base>" (ab/run.sh's old and new), and for every backend of
+// a label that base also ran under (run.sh's backends side by side). base
+// is "seedsem" unless -base says otherwise. Paired ratios cancel most of
+// what moves a shared machine between repetitions.
 func ratios(w io.Writer, order []string, groups map[string][]result, base string) {
-	byLabel := map[string][]result{}
-	var labels []string
+	type pair struct{ name, of string } // the runs, and the base they divide by
+	var pairs []pair
+	runs := map[string][]result{}
+	add := func(name string, r result) {
+		if _, ok := runs[name]; !ok {
+			runs[name] = nil
+		}
+		runs[name] = append(runs[name], r)
+	}
+	seen := map[pair]bool{}
 	for _, key := range order {
 		for _, r := range groups[key] {
-			if _, ok := byLabel[r.Label]; !ok {
-				labels = append(labels, r.Label)
+			add("label "+r.Label, r)
+			add(r.Label+" / "+r.Backend, r)
+			var p pair
+			if i := strings.LastIndex(r.Label, "-"); i >= 0 && r.Label[i+1:] != base {
+				p = pair{"label " + r.Label, "label " + r.Label[:i] + "-" + base}
 			}
-			byLabel[r.Label] = append(byLabel[r.Label], r)
+			if p.name != "" && !seen[p] {
+				seen[p] = true
+				pairs = append(pairs, p)
+			}
+			if r.Backend != base {
+				p = pair{r.Label + " / " + r.Backend, r.Label + " / " + base}
+				if !seen[p] {
+					seen[p] = true
+					pairs = append(pairs, p)
+				}
+			}
 		}
 	}
 	header := false
-	for _, l := range labels {
-		i := strings.LastIndex(l, "-")
-		if i < 0 || l[i+1:] == base {
-			continue
-		}
-		seed, ok := byLabel[l[:i]+"-"+base]
-		if !ok {
-			continue
-		}
+	for _, p := range pairs {
 		byRep := map[int]float64{}
-		for _, r := range seed {
+		for _, r := range runs[p.of] {
 			byRep[r.Rep] = r.Throughput
 		}
 		var q []float64
-		for _, r := range byLabel[l] {
+		for _, r := range runs[p.name] {
 			if b := byRep[r.Rep]; b > 0 {
 				q = append(q, r.Throughput/b)
 			}
@@ -150,11 +167,11 @@ func ratios(w io.Writer, order []string, groups map[string][]result, base string
 			continue
 		}
 		if !header {
-			fmt.Fprintf(w, "\n### Throughput ÷ the %s's, paired by repetition\n\n| label | median | range | repetitions |\n|---|---|---|---|\n", base)
+			fmt.Fprintf(w, "\n### Throughput ÷ %s's, paired by repetition\n\n| runs | median | range | repetitions |\n|---|---|---|---|\n", base)
 			header = true
 		}
 		med, lo, hi := medianRange(q)
-		fmt.Fprintf(w, "| %s | %.2f | %.2f – %.2f | %d |\n", l, med, lo, hi, len(q))
+		fmt.Fprintf(w, "| %s | %.2f | %.2f – %.2f | %d |\n", strings.TrimPrefix(p.name, "label "), med, lo, hi, len(q))
 	}
 }
 

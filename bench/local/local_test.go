@@ -2,28 +2,18 @@ package local
 
 import (
 	"context"
+	"strconv"
 	"testing"
 
+	"github.com/distsem/distsem/bench/internal/pairs"
 	"github.com/distsem/distsem/core"
 	"golang.org/x/sync/semaphore"
 )
 
 func BenchmarkUncontended(b *testing.B) {
-	ctx := context.Background()
-	b.Run("core.Local", func(b *testing.B) {
-		s := core.NewLocal(4)
-		b.ReportAllocs()
-		for b.Loop() {
-			p, err := s.Acquire(ctx)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := p.Release(ctx); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+	b.Run("core.Local", func(b *testing.B) { pairs.Loop(b, core.NewLocal(4)) })
 	b.Run("xsync", func(b *testing.B) {
+		ctx := context.Background()
 		s := semaphore.NewWeighted(4)
 		b.ReportAllocs()
 		for b.Loop() {
@@ -34,7 +24,6 @@ func BenchmarkUncontended(b *testing.B) {
 		}
 	})
 }
-
 func BenchmarkParallel(b *testing.B) {
 	ctx := context.Background()
 	for _, limit := range []int64{1, 4} {
@@ -101,5 +90,17 @@ func TestSameResult(t *testing.T) {
 		if err := p.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkKeyed is core.NewLocalKeyed's acquire + release, one goroutine:
+// on one hot key, and on 1 000 keys in turn (the keyed lookup).
+func BenchmarkKeyed(b *testing.B) {
+	for _, keys := range []int{1, 1000} {
+		b.Run("keys"+strconv.Itoa(keys), func(b *testing.B) {
+			k := core.NewLocalKeyed(1)
+			defer k.Close()
+			pairs.Keyed(b, k, keys)
+		})
 	}
 }

@@ -1,7 +1,7 @@
 // Command luacost measures the server time of Lua script variants on a real
 // redis-server: each variant is a sequence of scripts (steps) run back to
 // back with EVALSHA, with the KEYS and ARGV of distsem's uncontended acquire
-// and release (or the seed's, or bench/refsem's). Between variants it resets
+// and release (or bench/seedsem's, or bench/refsem's). Between variants it resets
 // INFO commandstats and SLOWLOG, so that each variant's figures are its own:
 // usec_per_call of EVALSHA and of every nested command, and (from SLOWLOG at
 // threshold 0) the server µs of each step, as the mean of its fastest 90% of
@@ -19,7 +19,7 @@
 //
 // A step is role:file[+file...] (the files are concatenated, as
 // core/scripts.go prepends lib.lua). Roles: acq and rel (distsem's 5 keys,
-// ARGV limit, channel, id, ...), sacq and srel (the seed's keys and ARGV),
+// ARGV limit, channel, id, ...), sacq and srel (bench/seedsem's keys and ARGV),
 // racq and rrel (bench/refsem's).
 // facq and frel FCALL the functions luacost_acq and luacost_rel of a
 // function library (FUNCTION LOAD REPLACE; variants/fcall/build.sh makes

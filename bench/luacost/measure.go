@@ -29,10 +29,10 @@ type cmdStat struct {
 // an unknown role (none: no KEYS or ARGV). distsem: the keys of core/redis_backend.go and the ARGV
 // of core/redis_acquire.go (limit 1, default lease TTL 10 s, a deadline 1 h
 // ahead, no probe; release with the tombstone TTL of the default op timeout,
-// 4 s). The seed: bench/seedsem.
+// 4 s). sacq and srel: bench/seedsem.
 func argsFor(role, sem string, seq int) []any {
 	tag := "luacost:{" + sem + "}:"
-	keys := []string{tag + "m", tag + "h", tag + "q", tag + "p"} // 5 keys (…, "qe", "p") before 92f0f48
+	keys := []string{tag + "m", tag + "h", tag + "q", tag + "p"}
 	id := fmt.Sprintf("b7kq2m9x4c%d", seq)
 	ch := "distsem:notify:b7kq2m9x4c"
 	now := time.Now()

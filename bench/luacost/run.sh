@@ -2,14 +2,14 @@
 # Reruns the comparisons of README.md on a fresh redis-server on
 # 127.0.0.1:$PORT (default 7450), started and stopped by luacost.
 #
-#   bench/luacost/run.sh             # scripts: main, FCALL, lean variants, floors, seed, empty
+#   bench/luacost/run.sh             # scripts: main, general, floors, seedsem, empty
 #   PART=micro bench/luacost/run.sh  # the micro scripts (per nested call, per Lua operation)
 #   PART=floors bench/luacost/run.sh # floor4 without TIME, on keys that stay small,
 #                                    # with main's field lists, with the state packed
 #   PART=loop bench/luacost/run.sh   # one round trip per script: the uncontended pair
-#                                    # rate of main, the floors, the seed and refsem
+#                                    # rate of main, the floors, seedsem and refsem
 #   PART=phases bench/luacost/run.sh # prefixes of the prelude, acquire.lua and release.lua
-#                                    # (the cut lines date from main at 25adde2: check them)
+#                                    # (the cut lines follow an older acquire.lua: check them)
 #   ROUNDS=21 N=2000 OUT=/tmp/x bench/luacost/run.sh
 #   BASE=/tmp/lua bench/luacost/run.sh  # adds "base": main's scripts as in /tmp/lua,
 #                                       # e.g. git archive <commit> core/redissem/lua | tar -x -C /tmp/b
@@ -26,10 +26,11 @@ PART=${PART:-scripts}
 OUT=${OUT:-$(mktemp -d /tmp/luacost.XXXXXX)}
 mkdir -p "$OUT"
 L=${L:-../../core/redissem/lua}
-# The fcall, vlocals and subset variants rewrite lib.lua as it was at
-# 25adde2 (FINDINGS.md); since the prelude's warm()/cold() split (session 8)
-# they no longer apply, so the default run leaves them out. LEGACY=1 runs
-# them against a checkout of that lib (L=<dir>).
+# The fcall, vlocals and subset variants rewrite an older lib.lua, from
+# before the prelude was split into warm() and cold(); they no longer apply
+# to today's scripts, so the default run leaves them out. LEGACY=1 runs
+# them against a checkout of such a lib (L=<dir>, e.g. git archive of
+# commit 25adde2's core/redissem/lua).
 if [ -n "${LEGACY:-}" ]; then
   variants/fcall/build.sh "$L" "$OUT/fn.lua"
   variants/lean/vlocals.py "$L" "$OUT/vl"
@@ -48,21 +49,21 @@ M="acq:$X/acquire.lua,rel:$X/release.lua"
 G="acq:$X/general_acquire.lua,rel:$X/general_release.lua"
 F=$OUT/variants.txt
 # Variants that several parts run: floor4 with and without TIME and
-# tombstones, the seed, and a script that only returns.
+# tombstones, bench/seedsem, and a script that only returns.
 D=variants/floor
 FLOOR4="floor4=acq:$D/acq4.lua,rel:$D/rel4.lua
 floor4_notime=acq:$D/acq3_notime.lua,rel:$D/rel3_notime.lua
 floor4_small=acq:$D/acq4.lua,rel:$D/rel4_small.lua"
-SEED=seed=sacq:../seedsem/acquire.lua,srel:../seedsem/release.lua
+SEEDSEM=seedsem=sacq:../seedsem/acquire.lua,srel:../seedsem/release.lua
 EMPTY=empty=acq:variants/empty.lua,rel:variants/empty2.lua
 case $PART in
 scripts)
   cat > "$F" <<V
 main=$M
 general=$G
-$SEED
+$SEEDSEM
 $EMPTY
-empty_seedargs=sacq:variants/empty.lua,srel:variants/empty2.lua
+empty_seedsemargs=sacq:variants/empty.lua,srel:variants/empty2.lua
 empty_nokeys=none:variants/empty.lua,none:variants/empty2.lua
 fcall_empty=facq:variants/fcall/empty.lua,frel:variants/fcall/empty.lua
 floor6=acq:variants/floor/acq6.lua,rel:variants/floor/rel6.lua
@@ -85,21 +86,21 @@ V
   fi
   ;;
 floors)
-  # What the no-Lua floor of 4 calls (floor4) pays for, against the seed.
+  # What the no-Lua floor of 4 calls (floor4) pays for, against seedsem.
   cat > "$F" <<V
 $FLOOR4
 floor4_fields=acq:$D/acq4_fields.lua,rel:$D/rel4.lua
 floor4_packed=acq:$D/acq4_packed.lua,rel:$D/rel4_packed.lua
-$SEED
+$SEEDSEM
 $EMPTY
 V
   ;;
 loop)
   # One round trip per script (-pipe 1), one connection, no library: the
   # uncontended pair rate each design's scripts allow (iterations per
-  # second), beside the seed's and the reference design's (bench/refsem).
+  # second), beside seedsem's and the reference design's (bench/refsem).
   cat > "$F" <<V
-$SEED
+$SEEDSEM
 main=$M
 $FLOOR4
 floor4_bare=acq:$D/acq3_notime.lua,rel:$D/rel3_bare.lua
@@ -136,6 +137,6 @@ phases)
 *) echo "PART is scripts, floors, loop, micro or phases" >&2; exit 2 ;;
 esac
 PIPE=100 EXTRA=()
-[ "$PART" = loop ] && PIPE=1 EXTRA=(-base seed)
+[ "$PART" = loop ] && PIPE=1 EXTRA=(-base seedsem)
 go run . -start -port "$PORT" -rounds "$ROUNDS" -n "$N" -pipe "$PIPE" "${EXTRA[@]}" -f "$OUT/variants.txt" | tee "$OUT/luacost.txt"
 echo "output in $OUT" >&2

@@ -10,7 +10,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // style of each backend, in legend order.
@@ -21,7 +21,7 @@ var styles = []struct {
 }{
 	{"distsem", "distsem (Redis, FIFO)", color.RGBA{0x1f, 0x77, 0xb4, 255}, draw.CircleGlyph{}},
 	{"leased", "distsem leased", color.RGBA{0x17, 0xbe, 0xcf, 255}, draw.RingGlyph{}},
-	{"seed", "seed (ZSET+BRPOP)", color.RGBA{0x7f, 0x7f, 0x7f, 255}, draw.SquareGlyph{}},
+	{"seedsem", "seedsem (ZSET + BRPOP)", color.RGBA{0x7f, 0x7f, 0x7f, 255}, draw.SquareGlyph{}},
 	{"redsync", "go-redsync/redsync", color.RGBA{0xd6, 0x27, 0x28, 255}, draw.TriangleGlyph{}},
 	{"redislock", "bsm/redislock", color.RGBA{0xff, 0x7f, 0x0e, 255}, draw.PyramidGlyph{}},
 	{"local", "core.Local (in-process)", color.RGBA{0x2c, 0xa0, 0x2c, 255}, draw.CrossGlyph{}},
@@ -78,11 +78,11 @@ type chart struct {
 }
 
 var charts = []chart{
-	{"growth-procs.png", []string{"growth-procs"}, drawProcs},
-	{"growth-waiters.png", []string{"growth-waiters"}, drawWaiters},
-	{"growth-sems.png", []string{"growth-sems"}, drawSems},
-	{"cluster.png", []string{"cluster-1node", "cluster-3masters"}, drawCluster},
-	{"peers.png", []string{"peers-l1", "peers-uncontended"}, drawPeers},
+	{"growth-procs.svg", []string{"growth-procs"}, drawProcs},
+	{"growth-waiters.svg", []string{"growth-waiters"}, drawWaiters},
+	{"growth-sems.svg", []string{"growth-sems"}, drawSems},
+	{"cluster.svg", []string{"cluster-1node", "cluster-3masters"}, drawCluster},
+	{"peers.svg", []string{"peers-l1", "peers-uncontended"}, drawPeers},
 }
 
 func newPlot(title, x, y string) *plot.Plot {
@@ -167,9 +167,9 @@ func addLines(p *plot.Plot, ss []series, dashed bool, legend bool) error {
 	return nil
 }
 
-// save writes plots side by side into one PNG.
+// save writes plots side by side into one SVG file.
 func save(file string, w vg.Length, ps ...*plot.Plot) error {
-	img := vgimg.New(w*vg.Length(len(ps)), 4.5*vg.Inch)
+	img := vgsvg.New(w*vg.Length(len(ps)), 4.5*vg.Inch)
 	dc := draw.New(img)
 	tiles := draw.Tiles{Rows: 1, Cols: len(ps), PadX: vg.Millimeter * 4, PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
 	for i, p := range ps {
@@ -179,7 +179,7 @@ func save(file string, w vg.Length, ps ...*plot.Plot) error {
 	if err != nil {
 		return err
 	}
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
+	if _, err := img.WriteTo(f); err != nil {
 		f.Close()
 		return err
 	}

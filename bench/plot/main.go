@@ -1,19 +1,19 @@
-// Command plot draws the growth curves of bench/RESULTS.md from the JSON
+// Command plot draws the growth curves of bench/BENCHMARKS.md from the JSON
 // lines that `bench/load -results` (and `load idlemem`) append:
 //
 //	go run ./plot -in results.jsonl -out DIR
 //
 // It writes, for the parts present in the file (see bench/run.sh):
 //
-//	growth-procs.png    utilization, throughput and Jain's fairness index
+//	growth-procs.svg    utilization, throughput and Jain's fairness index
 //	                    vs processes (label growth-procs)
-//	growth-waiters.png  wait p50 and p99 vs waiters, and the share of
+//	growth-waiters.svg  wait p50 and p99 vs waiters, and the share of
 //	                    waiters served at least once (label growth-waiters)
-//	growth-sems.png     throughput vs distinct semaphores, with the Redis
+//	growth-sems.svg     throughput vs distinct semaphores, with the Redis
 //	                    memory per idle semaphore in the legend (growth-sems, idlemem)
-//	cluster.png         throughput on one node and on a 3-master Cluster
+//	cluster.svg         throughput on one node and on a 3-master Cluster
 //	                    (cluster-1node, cluster-3masters)
-//	peers.png           throughput with limit 1, 4 processes × 4, and one
+//	peers.svg           throughput with limit 1, 4 processes × 4, and one
 //	                    goroutine uncontended (peers-l1, peers-uncontended)
 //
 // Several repetitions of a point are drawn as their median. The in-process
@@ -51,7 +51,7 @@ type row struct {
 
 func main() {
 	in := flag.String("in", "results.jsonl", "JSON lines of bench/load runs")
-	out := flag.String("out", ".", "directory for the PNG files")
+	out := flag.String("out", ".", "directory for the SVG files")
 	flag.Parse()
 	f, err := os.Open(*in)
 	if err != nil {

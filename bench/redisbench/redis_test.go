@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/distsem/distsem/bench/internal/pairs"
 	"github.com/distsem/distsem/bench/seedsem"
 	"github.com/distsem/distsem/core/redissem"
 	"github.com/distsem/distsem/internal/servertest"
@@ -18,26 +19,28 @@ func client(b *testing.B) *redis.Client {
 	return c
 }
 
+// uniqueName keeps runs of -count N apart on one server.
+func uniqueName(prefix string) string {
+	return fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano())
+}
+
+// BenchmarkUncontended is one goroutine's acquire + release of a free
+// permit: two round trips, one script each, in the default mode; none
+// while the process holds a share, in the leased mode.
 func BenchmarkUncontended(b *testing.B) {
-	ctx := context.Background()
-	name := fmt.Sprintf("redisbench-%d", time.Now().UnixNano())
 	b.Run("distsem", func(b *testing.B) {
-		s := redissem.New(client(b), name, 1, redissem.WithKeyPrefix("bench:"))
+		s := redissem.New(client(b), uniqueName("redisbench"), 1, redissem.WithKeyPrefix("bench:"))
 		defer s.Close()
-		b.ReportAllocs()
-		for b.Loop() {
-			p, err := s.Acquire(ctx)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := p.Release(ctx); err != nil {
-				b.Fatal(err)
-			}
-		}
+		pairs.Loop(b, s)
 	})
-	b.Run("seed", func(b *testing.B) {
-		c := client(b)
-		s := seedsem.New(c, name, 1, seedsem.Options{})
+	b.Run("leased", func(b *testing.B) {
+		s := redissem.NewLeased(client(b), uniqueName("redisbench"), 4, redissem.WithKeyPrefix("bench-leased:"))
+		defer s.Close()
+		pairs.Loop(b, s)
+	})
+	b.Run("seedsem", func(b *testing.B) {
+		ctx := context.Background()
+		s := seedsem.New(client(b), uniqueName("redisbench"), 1, seedsem.Options{})
 		defer s.Reset(ctx)
 		b.ReportAllocs()
 		for b.Loop() {
@@ -51,6 +54,7 @@ func BenchmarkUncontended(b *testing.B) {
 		}
 	})
 	b.Run("evalsha-return-1", func(b *testing.B) {
+		ctx := context.Background()
 		c := client(b)
 		sc := redis.NewScript("return 1")
 		b.ReportAllocs()
@@ -60,4 +64,12 @@ func BenchmarkUncontended(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkKeyed is the same pair through redissem.NewKeyed, on one of
+// 1 000 keys in turn: the keyed lookup plus the round trips.
+func BenchmarkKeyed(b *testing.B) {
+	k := redissem.NewKeyed(client(b), uniqueName("redisbench-keyed"), 1, redissem.WithKeyPrefix("bench:"))
+	defer k.Close()
+	pairs.Keyed(b, k, 1000)
 }

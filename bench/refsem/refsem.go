@@ -1,5 +1,5 @@
-// Package refsem is the bench's reference design, the one issue 11 quotes
-// beside distsem and the seed: one script per decision (acquire, release)
+// Package refsem is the bench's reference design, a minimal FIFO semaphore
+// to compare distsem and bench/seedsem with: one script per decision (acquire, release)
 // with a handful of nested Redis calls, a FIFO queue, and one targeted
 // PUBLISH per hand-off to the waiter's process, which listens on one
 // subscription. It has what a hand-off needs and nothing else: no lease

@@ -1,4 +1,4 @@
--- The acquire script of ../shared/seeds/000_1b76a36021f5072b.txt, verbatim
+-- The acquire script of the ZSET + BRPOP design, as the article has it
 -- (its comments translated), plus the block marked "seedsem" at the end.
 -- KEYS[1] timestamp set key
 -- KEYS[2] semaphore (owner) set key

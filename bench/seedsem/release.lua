@@ -1,4 +1,4 @@
--- The release script of ../shared/seeds/000_1b76a36021f5072b.txt, verbatim.
+-- The release script of the ZSET + BRPOP design, as the article has it.
 -- KEYS[1] semaphore (owner) set key
 -- KEYS[2] timestamp set key
 -- KEYS[3] wait list key

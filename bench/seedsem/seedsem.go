@@ -1,8 +1,8 @@
-// Package seedsem is the baseline of the benchmarks: a faithful Go port of
-// the Redis semaphore in ../shared/seeds/000_1b76a36021f5072b.txt (a ZSET of
-// acquire timestamps, a ZSET of owners scored by an INCR counter, and a list
-// that blocked waiters BRPOP on), so that distsem can be measured side by
-// side with it on the same Redis.
+// Package seedsem is the baseline of the benchmarks: a Go port of the
+// ZSET + BRPOP design, the Redis counting semaphore of a widely copied
+// article (a ZSET of acquire timestamps, a ZSET of owners scored by an
+// INCR counter, and a list that blocked waiters BRPOP on), so that distsem
+// can be measured side by side with it on the same Redis.
 //
 // # What is kept from the article
 //
@@ -17,7 +17,7 @@
 //
 // # What is changed, and why
 //
-//  1. The fix the issue asks for: the article returns true as soon as BRPOP
+//  1. The fix that correctness needs: the article returns true as soon as BRPOP
 //     pops an element, so a woken waiter becomes a holder without any
 //     check, and the release's LPUSH (which happens whether or not anyone
 //     waits, so stale "n" elements pile up) can admit more than limit
@@ -76,7 +76,7 @@ var (
 	releaseScript = redis.NewScript(releaseLua)
 )
 
-// Sem is one semaphore of the seed's design.
+// Sem is one semaphore of the ZSET + BRPOP design.
 type Sem struct {
 	client          redis.UniversalClient
 	timeKey, semKey string

@@ -7,5 +7,5 @@
 //     fleet-wide by the Redis semaphore or per process by
 //     SetMaxOpenConns(limit/workers); it reports rows/s.
 //
-// See ../RESULTS-sqlmw.md for figures and the commands that produced them.
+// See ../BENCHMARKS.md for figures and the commands that produced them.
 package sqlmw

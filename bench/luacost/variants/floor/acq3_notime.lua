@@ -1,4 +1,4 @@
--- floor4 with TIME replaced by a constant (the seed takes its time from ARGV).
+-- floor4 with TIME replaced by a constant (bench/seedsem takes its time from ARGV).
 local t = {'1795000000', '123456'}
 local m = redis.call('HMGET', KEYS[1], 'limit', 'used', 'tok', 'nw', '#' .. ARGV[3])
 redis.call('ZADD', KEYS[2], t[1] * 1000 + 10000, ARGV[3])

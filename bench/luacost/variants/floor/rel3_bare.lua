@@ -1,4 +1,4 @@
--- floor4's release with neither TIME (a constant, as the seed takes its time
+-- floor4's release with neither TIME (a constant, as bench/seedsem takes its time
 -- from ARGV) nor a tombstone (the id's field and member are removed, so the
 -- keys stay small): what is left of the floor without the two.
 local t = {'1795000000', '123456'}
