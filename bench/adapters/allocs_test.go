@@ -83,11 +83,11 @@ func TestAllocsAsDocumented(t *testing.T) {
 		for adapter, n := range got {
 			want, ok := documentedAllocs[adapter][be.name]
 			if !ok {
-				t.Errorf("%s, %s: %.0f allocations per request, not in bench/RESULTS.md §3", adapter, be.name, n)
+				t.Errorf("%s, %s: %.0f allocations per request, not in bench/BENCHMARKS.md, Adapters", adapter, be.name, n)
 				continue
 			}
 			if n != want {
-				t.Errorf("%s, %s: %.0f allocations per request, bench/RESULTS.md §3 says %.0f: rerun its command and update it", adapter, be.name, n, want)
+				t.Errorf("%s, %s: %.0f allocations per request, bench/BENCHMARKS.md, Adapters, says %.0f: rerun its command and update it", adapter, be.name, n, want)
 			}
 		}
 	}

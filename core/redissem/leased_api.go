@@ -20,7 +20,8 @@ import (
 // many semaphores of a small limit (NewLeasedKeyed with limit 1 per key,
 // say), where each semaphore's few permits must rotate between processes
 // through Redis at the heartbeat's pace: tens to hundreds of grants/s, where
-// the default mode manages thousands (bench/RESULTS.md). Every process of
+// the default mode manages thousands (bench/BENCHMARKS.md, "Growth
+// curves"). Every process of
 // one semaphore must use the same mode: the modes keep separate state in
 // Redis, so a mix would admit up to twice the limit.
 type Leased struct {
