@@ -41,6 +41,8 @@ func argsFor(role, sem string, seq int) []any {
 		return pack(keys, 1, ch, id, 1, 10000, 0, now.Add(time.Hour).UnixMicro(), "0")
 	case "rel", "frel":
 		return pack(keys, 1, ch, id, 4000)
+	case "hacq": // the next id queues behind id, and rel of id hands off to it
+		return pack(keys, 1, ch, fmt.Sprintf("b7kq2m9x4c%d", seq+1), 1, 10000, 0, now.Add(time.Hour).UnixMicro(), "0")
 	case "racq": // bench/refsem: holders zset, queue list; limit, id, ttl, channel
 		r := "ref:{" + sem + "}:"
 		return pack([]string{r + "h", r + "q"}, 1, id, 10000, ch)
@@ -70,6 +72,9 @@ func pack(keys []string, argv ...any) []any {
 
 var seq int
 
+// seqs holds each variant's own id sequence, so that hand-off chains (hacq) continue across rounds.
+var seqs = map[int]int{}
+
 // measure runs warm unmeasured iterations of v, resets the statistics, runs
 // n measured ones and reads them back. Each variant has its own keys (sem
 // "v<i>"), so variants do not share state. With pipe > 1 the steps of pipe
@@ -77,6 +82,8 @@ var seq int
 // its own, as a client sends them.
 func measure(ctx context.Context, c *redis.Client, v variant, i, warm, n, pipe int, slow bool) sample {
 	sem := fmt.Sprintf("v%d", i)
+	seq := seqs[i]
+	defer func() { seqs[i] = seq }()
 	cmdOf := func(st step, seq int) []any {
 		cmd := "evalsha"
 		if isFunc(st.role) {
