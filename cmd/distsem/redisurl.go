@@ -9,15 +9,33 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// newRedisClient returns a client of the Redis that rawURL names, in one
+// newRedisClient returns a client of the Redis that rawURL names (see
+// redisOptions). The client is not connected yet.
+func newRedisClient(rawURL string) (redis.UniversalClient, error) {
+	o, err := redisOptions(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	switch o := o.(type) {
+	case *redis.Options:
+		return redis.NewClient(o), nil
+	case *redis.FailoverOptions:
+		return redis.NewFailoverClient(o), nil
+	case *redis.ClusterOptions:
+		return redis.NewClusterClient(o), nil
+	}
+	return nil, fmt.Errorf("options of type %T", o)
+}
+
+// redisOptions returns the options of the Redis that rawURL names, in one
 // of the schemes of the usage text: redis:// and rediss:// for one server
 // (go-redis's ParseURL), redis-sentinel:// and redis-cluster:// (and their
 // rediss- forms) for a list of Sentinels or Cluster nodes. The last two
 // are rewritten into go-redis's own URLs for ParseFailoverURL and
 // ParseClusterURL: the first host stays the host, the others become addr
-// options, and the Sentinel URL's master moves to master_name. The client
-// is not connected yet.
-func newRedisClient(rawURL string) (redis.UniversalClient, error) {
+// options, and the Sentinel URL's master moves to master_name. The options
+// are a *redis.Options, *redis.FailoverOptions or *redis.ClusterOptions.
+func redisOptions(rawURL string) (any, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, err
@@ -31,13 +49,9 @@ func newRedisClient(rawURL string) (redis.UniversalClient, error) {
 	}
 	switch kind {
 	case "":
-		o, err := redis.ParseURL(rawURL)
-		if err != nil {
-			return nil, err
-		}
-		return redis.NewClient(o), nil
+		return redis.ParseURL(rawURL)
 	case "sentinel":
-		return newSentinelClient(u, base)
+		return sentinelOptions(u, base)
 	case "cluster":
 		if strings.Trim(u.Path, "/") != "" {
 			return nil, errors.New("a Cluster URL has no path: Redis Cluster has one database")
@@ -46,18 +60,14 @@ func newRedisClient(rawURL string) (redis.UniversalClient, error) {
 		if err != nil {
 			return nil, err
 		}
-		o, err := redis.ParseClusterURL(gu.String())
-		if err != nil {
-			return nil, err
-		}
-		return redis.NewClusterClient(o), nil
+		return redis.ParseClusterURL(gu.String())
 	}
 	return nil, fmt.Errorf("unknown scheme %q ('distsem -h' lists the schemes)", u.Scheme)
 }
 
-// newSentinelClient returns the failover client of a redis-sentinel URL u:
+// sentinelOptions returns the options of a redis-sentinel URL u:
 // host:port[,host:port...]/master[/db].
-func newSentinelClient(u *url.URL, base string) (redis.UniversalClient, error) {
+func sentinelOptions(u *url.URL, base string) (*redis.FailoverOptions, error) {
 	master, db, _ := strings.Cut(strings.TrimPrefix(u.Path, "/"), "/")
 	if master == "" {
 		return nil, errors.New("a Sentinel URL names the master after the hosts: redis-sentinel://host:port,.../master")
@@ -87,7 +97,7 @@ func newSentinelClient(u *url.URL, base string) (redis.UniversalClient, error) {
 		return nil, err
 	}
 	o.SentinelUsername, o.SentinelPassword = sentinelUser, sentinelPassword
-	return redis.NewFailoverClient(o), nil
+	return o, nil
 }
 
 // rewriteHosts returns u with the scheme base, the first of u's
