@@ -47,6 +47,9 @@ type inspector interface {
 	inspect(ctx context.Context, name string) (state, error)
 }
 
+// newInspector returns the inspector that status and watch use on b.
+func newInspector(b backend) inspector { return statsInspector{b} }
+
 // statsInspector reads a semaphore's counts with Stats. The backends
 // cannot list holders and waiters yet, so it never does.
 type statsInspector struct{ b backend }

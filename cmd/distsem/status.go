@@ -44,7 +44,7 @@ func (a *app) statusCmd(ctx context.Context, args []string) error {
 	defer b.close()
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	in := statsInspector{b}
+	in := newInspector(b)
 	var states []state
 	for _, name := range fs.Args() {
 		st, err := in.inspect(ctx, name)

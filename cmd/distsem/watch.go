@@ -42,7 +42,7 @@ func (a *app) watchCmd(ctx context.Context, args []string) error {
 	ctx, stop := signal.NotifyContext(ctx, stopSignals...)
 	defer stop()
 
-	in := statsInspector{b}
+	in := newInspector(b)
 	show := a.lineView()
 	if f, ok := a.stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		show = a.screenView(*interval)
