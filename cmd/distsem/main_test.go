@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/redissem"
 	"github.com/distsem/distsem/internal/servertest"
 )
@@ -114,6 +115,17 @@ func testSem(t *testing.T, name, prefix string, limit int64) (*redissem.Semaphor
 	s := redissem.New(c, name, limit, redissem.WithKeyPrefix(prefix))
 	t.Cleanup(func() { s.Close(); c.Close() })
 	return s, c
+}
+
+// hold acquires a permit of s, released at the end of the test.
+func hold(t *testing.T, s *redissem.Semaphore, opts ...core.AcquireOption) *core.Permit {
+	t.Helper()
+	p, err := s.Acquire(context.Background(), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Release(context.Background()) })
+	return p
 }
 
 // inUse returns the permits held on s.

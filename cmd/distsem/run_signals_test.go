@@ -38,17 +38,13 @@ func TestRunSignalWhileWaiting(t *testing.T) {
 	t.Parallel()
 	name, prefix := uniqueName()
 	sem, _ := testSem(t, name, prefix, 1)
-	ctx := context.Background()
-	p, err := sem.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Release(ctx)
+	hold(t, sem)
 	file := tempFile(t, "ran")
 	cmd, _, stderr := distsem(t, "run", "-redis", redisURL(t), "-prefix", prefix, "-n", "1", "-name", name, "--", "sh", "-c", `echo ran >"$0"`, file)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	ctx := context.Background()
 	testwait.Until(t, 10*time.Second, "distsem never queued", func() bool {
 		st, err := sem.Stats(ctx)
 		return err == nil && st.Waiting == 1
@@ -73,12 +69,7 @@ func TestRunWaitRunsOut(t *testing.T) {
 	t.Parallel()
 	name, prefix := uniqueName()
 	sem, _ := testSem(t, name, prefix, 1)
-	ctx := context.Background()
-	p, err := sem.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Release(ctx)
+	hold(t, sem)
 	cmd, _, stderr := distsem(t, "run", "-redis", redisURL(t), "-prefix", prefix, "-n", "1", "-name", name, "-wait", "200ms", "--", "true")
 	if code := exitCode(t, cmd); code != exitTempFail {
 		t.Fatalf("distsem exited %d, want %d; stderr:\n%s", code, exitTempFail, stderr)

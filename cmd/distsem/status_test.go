@@ -22,11 +22,7 @@ func TestStatusJSONAndSetLimit(t *testing.T) {
 	name, prefix := uniqueName()
 	sem, _ := testSem(t, name, prefix, 3)
 	ctx := context.Background()
-	p, err := sem.Acquire(ctx, core.WithWeight(2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Release(ctx)
+	hold(t, sem, core.WithWeight(2))
 	granted := make(chan *core.Permit, 1)
 	go func() {
 		q, _ := sem.Acquire(ctx, core.WithWeight(2))
@@ -100,11 +96,7 @@ func TestWatchPrintsChanges(t *testing.T) {
 	url := redisURL(t)
 	name, prefix := uniqueName()
 	sem, _ := testSem(t, name, prefix, 2)
-	ctx := context.Background()
-	p, err := sem.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := hold(t, sem)
 	cmd, _, stderr := distsem(t, "watch", "-interval", "20ms", "-redis", url, "-prefix", prefix, name)
 	cmd.Stdout = nil
 	out, err := cmd.StdoutPipe()
@@ -125,7 +117,7 @@ func TestWatchPrintsChanges(t *testing.T) {
 		}
 	}
 	next(name + " limit=2 in_use=1 waiting=0")
-	if err := p.Release(ctx); err != nil {
+	if err := p.Release(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	next(name + " limit=2 in_use=0 waiting=0")
