@@ -70,9 +70,8 @@ func pack(keys []string, argv ...any) []any {
 	return append(out, argv...)
 }
 
-var seq int
-
-// seqs holds each variant's own id sequence, so that hand-off chains (hacq) continue across rounds.
+// seqs holds each variant's own id sequence, so that hand-off chains
+// (hacq) go on across rounds.
 var seqs = map[int]int{}
 
 // measure runs warm unmeasured iterations of v, resets the statistics, runs
