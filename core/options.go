@@ -43,7 +43,7 @@ func defaultConfig() config {
 
 // MaxLimit is the largest limit, weight or fallback size a semaphore
 // accepts: 2^53 − 1, the largest integer that the Redis scripts (Lua
-// numbers are doubles) represent exactly. Both backends enforce it, so they
+// numbers are doubles) represent exactly. Every backend enforces it, so they
 // behave alike: a constructor given a larger limit panics, and Acquire,
 // TryAcquire or SetLimit given a larger weight or limit returns an
 // ErrInvalidArgument error before any script runs.

@@ -6,7 +6,8 @@ import (
 	"time"
 )
 
-// Semaphore hands out permits. Both backends (*Local and *Redis) implement it.
+// Semaphore hands out permits. Every backend implements it: core.Local,
+// and the Redis and Consul semaphores of core/redissem and core/consul.
 type Semaphore interface {
 	// Acquire blocks until a permit of the requested weight is granted in
 	// FIFO order, ctx ends, or the backend fails. On success it returns a

@@ -24,7 +24,7 @@ import (
 // commands its Lua scripts call, plus EVALSHA and EVAL to run them and
 // SUBSCRIBE for grant notifications. A Redis Cluster client also needs
 // aclClusterCommands. Keys match "<prefix>*" and channels "<prefix>notify:*".
-// Keep it in step with the README's "Security" section; TestACLCommandsCoverScripts
+// Keep it in step with docs/OPERATIONS.md (TestACLDocumented); TestACLCommandsCoverScripts
 // fails when a script calls a command not listed here.
 const aclCommands = "+evalsha +eval +subscribe +time +hmget +hset +hget +hgetall +hdel +exists +get +set +del +pexpireat +persist +zadd +zpopmin +zcard +zrange +zrangebyscore +zremrangebyscore +zrem +zscore +publish +pubsub|numsub"
 
@@ -61,12 +61,12 @@ func TestACLCommandsCoverScripts(t *testing.T) {
 	}
 	for c := range used {
 		if !slices.Contains(listed, c) {
-			t.Errorf("the scripts call %s, which aclCommands (and the README) lack", c)
+			t.Errorf("the scripts call %s, which aclCommands (and docs/OPERATIONS.md) lack", c)
 		}
 	}
 	for _, c := range listed {
 		if !used[c] {
-			t.Errorf("aclCommands lists %s, which nothing uses: remove it here and in the README", c)
+			t.Errorf("aclCommands lists %s, which nothing uses: remove it here and in docs/OPERATIONS.md", c)
 		}
 	}
 }

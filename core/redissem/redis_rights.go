@@ -8,7 +8,7 @@ import (
 )
 
 // errNoRights is the cause of a call refused because the Redis user lacks
-// a right of the minimum ACL (see the README).
+// a right of the minimum ACL (see docs/OPERATIONS.md).
 var errNoRights = errors.New("the Redis user lacks rights of the minimum ACL")
 
 // checkRights runs, before the backend's first script, the check that the

@@ -24,7 +24,7 @@ import (
 	"github.com/distsem/distsem/internal/servertest"
 )
 
-// TestTLSAndAuth checks the README's Security promise that AUTH and TLS
+// TestTLSAndAuth checks the promise of docs/OPERATIONS.md that AUTH and TLS
 // (rediss://) work through the client's own options: against a
 // redis-server with --requirepass that serves TLS, a client made by
 // redis.ParseURL("rediss://:password@host:port") acquires, a waiter of a

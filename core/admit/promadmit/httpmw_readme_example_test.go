@@ -16,7 +16,8 @@ import (
 	"github.com/distsem/distsem/httpmw"
 )
 
-// The README's snippet: the whole ServeMux is wrapped, and the route
+// The whole ServeMux is wrapped (health checks would wait on Redis too;
+// the README limits only the routes that need it), and the route
 // pattern "GET /work" (not the path) gets its limit of 4. Ten concurrent
 // requests: four run, six are turned away at once.
 func Example_httpmwServeMux() {
