@@ -1,0 +1,205 @@
+package adaptive
+
+import (
+	"math"
+	"time"
+)
+
+// This file is the controller's arithmetic: a pure function of the stored
+// state, one window's fleet-wide aggregate and the parameters, with no
+// clock, no I/O and no randomness.
+
+// State is what the controller remembers between windows. The process that
+// computes a window reads it from the Store and writes the next one back,
+// so any process can compute the next window.
+type State struct {
+	// Window is the last window computed; 0 for none.
+	Window int64
+	// Limit is the controller's limit before rounding and bounds.
+	Limit float64
+	// Applied is the last limit the controller stored (or, monitor-only,
+	// recommended); 0 for none.
+	Applied int64
+	// ChangedAt is the window during which Applied last changed (at its
+	// start): the windows before it did not run under Applied, and are
+	// not used.
+	ChangedAt int64
+	// Baseline is the long-window latency, in seconds; 0 until known.
+	Baseline float64
+	// Latency is the mean latency of the last window that was used, in
+	// seconds, and Concurrency its mean concurrency (Little's law).
+	Latency, Concurrency float64
+	// SlowStart reports that the controller is still in its slow start.
+	SlowStart bool
+}
+
+// Window is the fleet-wide aggregate of one window's samples.
+type Window struct {
+	Samples  int64         // completed permits (and recorded samples)
+	Latency  time.Duration // the sum of their latencies
+	Failed   int64         // those whose outcome was Failed
+	TimedOut int64         // those whose outcome was TimedOut
+}
+
+// Reason says why a window's decision went the way it did.
+type Reason uint8
+
+const (
+	// ReasonIdle: fewer samples than WithMinSamples; the limit stays.
+	ReasonIdle Reason = iota + 1
+	// ReasonSettling: the window did not run entirely under the last
+	// limit set; the limit stays.
+	ReasonSettling
+	// ReasonSlowStart: latency is within the tolerance of the baseline
+	// during the slow start; the limit doubles.
+	ReasonSlowStart
+	// ReasonIncrease: latency is below the tolerance band.
+	ReasonIncrease
+	// ReasonHold: latency is within the tolerance band (hysteresis).
+	ReasonHold
+	// ReasonUnderused: latency would allow more, but the fleet used less
+	// than half of the limit, so more would prove nothing.
+	ReasonUnderused
+	// ReasonLatency: latency is above the tolerance band.
+	ReasonLatency
+	// ReasonBaseline: latency is above the tolerance band, but the lower
+	// concurrency of the last decrease did not lower it: the resource got
+	// slower. The baseline becomes this latency, and the limit holds
+	// instead of going down further.
+	ReasonBaseline
+	// ReasonErrors and ReasonTimeouts: more than WithErrorRate of the
+	// window's samples failed or timed out; multiplicative decrease.
+	ReasonErrors
+	ReasonTimeouts
+)
+
+func (r Reason) String() string {
+	switch r {
+	case ReasonIdle:
+		return "idle"
+	case ReasonSettling:
+		return "settling"
+	case ReasonSlowStart:
+		return "slow_start"
+	case ReasonIncrease:
+		return "increase"
+	case ReasonHold:
+		return "hold"
+	case ReasonUnderused:
+		return "underused"
+	case ReasonLatency:
+		return "latency"
+	case ReasonBaseline:
+		return "baseline"
+	case ReasonErrors:
+		return "errors"
+	case ReasonTimeouts:
+		return "timeouts"
+	}
+	return "unknown"
+}
+
+// params are the controller's parameters; see the With… options.
+type params struct {
+	min, max     int64
+	slowStart    int64   // the slow start's first limit; 0: none
+	tolerance    float64 // latency over baseline aimed at
+	band         float64 // hysteresis: the relative half-width of the band around tolerance
+	maxStep      float64 // the largest relative change per window outside the slow start
+	backoff      float64 // the factor of a decrease on errors or timeouts
+	errorRate    float64 // failure fraction above which backoff applies
+	minSamples   int64
+	baselineGain float64 // how far the baseline moves up toward the window's latency per window
+	window       float64 // seconds
+}
+
+// start returns the state of a controller that has computed nothing yet
+// and finds the stored limit current. With a slow start (never when only
+// monitoring: it would have to set the limit to measure), its first
+// decision applies the slow start's limit.
+func (p *params) start(current int64, monitorOnly bool) State {
+	if p.slowStart > 0 && !monitorOnly {
+		return State{Limit: float64(p.slowStart), SlowStart: true}
+	}
+	return State{Limit: float64(current), Applied: current}
+}
+
+// next computes the state after window w, numbered n, during window now
+// (> n), from st. The limit to store is the new state's Applied.
+func (p *params) next(st State, n, now int64, w Window) (State, Reason) {
+	st.Window = n
+	switch {
+	case w.Samples < p.minSamples || w.Samples == 0:
+		return st, ReasonIdle
+	case st.Applied != 0 && n < st.ChangedAt:
+		return st, ReasonSettling
+	}
+	if st.Applied == 0 { // the first window after start: apply the slow start's limit
+		return p.apply(st, now, st.Limit), ReasonSlowStart
+	}
+	fail := float64(w.Failed+w.TimedOut) / float64(w.Samples)
+	if fail > p.errorRate {
+		st.SlowStart = false
+		reason := ReasonErrors
+		if w.TimedOut > w.Failed {
+			reason = ReasonTimeouts
+		}
+		return p.apply(st, now, st.Limit*math.Max(p.backoff, 1-p.maxStep)), reason
+	}
+	lat := w.Latency.Seconds() / float64(w.Samples)
+	conc := w.Latency.Seconds() / p.window
+	prevLat, prevConc := st.Latency, st.Concurrency
+	st.Latency, st.Concurrency = lat, conc
+	switch {
+	case st.Baseline == 0 || lat < st.Baseline:
+		if st.Baseline == 0 || st.SlowStart {
+			st.Baseline = lat
+		} else {
+			st.Baseline += (lat - st.Baseline) / 2 // lower latency is evidence: follow it fast
+		}
+	default:
+		// The long window: a slow drift toward the unloaded latency that
+		// this window implies if it sits at the tolerance.
+		if target := lat / p.tolerance; target > st.Baseline {
+			st.Baseline += (target - st.Baseline) * p.baselineGain
+		}
+	}
+	ratio := lat / st.Baseline
+	if st.SlowStart {
+		if ratio <= p.tolerance {
+			if conc < float64(st.Applied)/2 {
+				return st, ReasonUnderused
+			}
+			return p.apply(st, now, st.Limit*2), ReasonSlowStart
+		}
+		st.SlowStart = false
+	}
+	switch {
+	case ratio > p.tolerance*(1+p.band):
+		// Less concurrency that did not lower latency: the resource itself
+		// got slower, and this latency is its unloaded one now. Take it as
+		// the baseline, and hold.
+		if prevLat > 0 && conc < prevConc*0.9 && lat >= prevLat*0.95 {
+			st.Baseline = lat
+			return st, ReasonBaseline
+		}
+		return p.apply(st, now, st.Limit*math.Max(p.tolerance/ratio, 1-p.maxStep)), ReasonLatency
+	case ratio < p.tolerance*(1-p.band):
+		if conc < float64(st.Applied)/2 {
+			return st, ReasonUnderused
+		}
+		return p.apply(st, now, st.Limit*math.Min(p.tolerance/ratio, 1+p.maxStep)), ReasonIncrease
+	}
+	return st, ReasonHold
+}
+
+// apply sets the controller's limit to l, within the bounds, and the limit
+// to store to its rounded value; a change is dated now.
+func (p *params) apply(st State, now int64, l float64) State {
+	st.Limit = math.Min(math.Max(l, float64(p.min)), float64(p.max))
+	a := int64(math.Round(st.Limit))
+	if a != st.Applied {
+		st.Applied, st.ChangedAt = a, now
+	}
+	return st
+}

@@ -1,0 +1,190 @@
+package adaptive
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/distsem/distsem/core"
+)
+
+// Option configures New. Every option's documentation states its default;
+// New refuses values out of range with an error matching
+// core.ErrInvalidArgument.
+type Option func(*config)
+
+type config struct {
+	params
+	windowDur      time.Duration
+	baselineDur    time.Duration
+	monitorOnly    bool
+	observer       Observer
+	onError        func(error)
+	process        string
+	opTimeout      time.Duration
+	releaseTimeout time.Duration
+	slowStartSet   bool
+	processSet     bool
+}
+
+func defaultConfig() config {
+	return config{
+		params: params{
+			min: 1, max: 1000, slowStart: 1,
+			tolerance: 1.5, band: 0.1, maxStep: 0.25,
+			backoff: 0.8, errorRate: 0.05, minSamples: 10,
+		},
+		windowDur:      time.Second,
+		baselineDur:    time.Minute,
+		opTimeout:      time.Second,
+		releaseTimeout: 2 * time.Second,
+	}
+}
+
+// WithWindow sets the length of a window: each process sends its samples
+// once per window, and one process computes the limit once per window. The
+// default is 1s. It must be > 0, and every process of one semaphore must
+// use the same (windows of different lengths are kept apart in the store).
+func WithWindow(d time.Duration) Option { return func(c *config) { c.windowDur = d } }
+
+// WithBounds sets the smallest and largest limit the controller sets. The
+// default is [1, 1000]. Both must be in [1, core.MaxLimit], with min <= max.
+func WithBounds(min, max int64) Option {
+	return func(c *config) { c.min, c.max = min, max }
+}
+
+// WithSlowStart sets the limit of the slow start: with no state stored
+// (a fleet's first run, or after the state expired), the controller sets
+// the limit to n, measures the baseline there, and doubles the limit each
+// window while the latency stays within the tolerance of the baseline;
+// the first window above it ends the slow start. 0 skips the slow start:
+// the controller then starts from the limit it finds and takes its first
+// window's latency as the baseline, which overestimates the baseline if
+// that limit already overloads the resource. The default is the lower
+// bound (WithBounds; 1). It must be in [0, core.MaxLimit]; it is raised to
+// the lower bound and lowered to the upper one.
+func WithSlowStart(n int64) Option {
+	return func(c *config) { c.slowStart, c.slowStartSet = n, true }
+}
+
+// WithTolerance sets the latency the controller aims at, as a multiple of
+// the baseline: the limit goes down when a window's mean latency is above
+// tolerance × baseline (plus the hysteresis band) and up when below. The
+// default is 1.5. It must be > 1.
+func WithTolerance(t float64) Option { return func(c *config) { c.tolerance = t } }
+
+// WithHysteresis sets the half-width of the band around the tolerance,
+// relative to it, within which the limit does not move: with the defaults
+// (tolerance 1.5, hysteresis 0.1) the limit holds while latency is between
+// 1.35 and 1.65 × baseline. The default is 0.1. It must be in [0, 0.5).
+func WithHysteresis(h float64) Option { return func(c *config) { c.band = h } }
+
+// WithMaxStep sets the largest relative change of the limit per window
+// (the slow start doubles regardless): 0.25 lets a window move the limit
+// by at most 25 %. The limit moves by whole permits, so a small limit may
+// move by 1 even when that is more. The default is 0.25. It must be in
+// (0, 1).
+func WithMaxStep(f float64) Option { return func(c *config) { c.maxStep = f } }
+
+// WithBackoff sets the factor by which the limit is multiplied after a
+// window in which more than WithErrorRate of the samples failed or timed
+// out, bounded by WithMaxStep. The default is 0.8. It must be in (0, 1).
+func WithBackoff(f float64) Option { return func(c *config) { c.backoff = f } }
+
+// WithErrorRate sets the fraction of failed and timed-out samples in a
+// window above which the limit backs off. The default is 0.05. It must be
+// in [0, 1).
+func WithErrorRate(r float64) Option { return func(c *config) { c.errorRate = r } }
+
+// WithMinSamples sets how many samples, fleet-wide, a window needs to be
+// used; a window with fewer leaves the limit and the baseline as they are.
+// The default is 10. It must be >= 1.
+func WithMinSamples(n int64) Option { return func(c *config) { c.minSamples = n } }
+
+// WithBaselineWindow sets the span of the long window: a window whose
+// latency is above the baseline moves the baseline up by window/span of
+// the way to latency/tolerance, so that a resource that became slower for
+// good is accepted in about this time; a lower latency moves it down by
+// half the way at once. The default is 1 minute. It must be >= the window.
+func WithBaselineWindow(d time.Duration) Option { return func(c *config) { c.baselineDur = d } }
+
+// WithMonitorOnly makes the controller compute and report the limit it
+// would set (Observer, Limiter.Recommended) without setting it: the
+// semaphore keeps its own limit. The default is to set it.
+func WithMonitorOnly() Option { return func(c *config) { c.monitorOnly = true } }
+
+// WithObserver sets the hook that receives the controller's events: one
+// EventDecision per window computed by this process, and EventError for a
+// store or semaphore failure. The default is none.
+func WithObserver(o Observer) Option { return func(c *config) { c.observer = o } }
+
+// WithOnError sets a hook called with every store or semaphore error of
+// the controller's loop. The default is none. It must not block.
+func WithOnError(f func(error)) Option { return func(c *config) { c.onError = f } }
+
+// WithProcessID names this process in the store: samples are counted once
+// per (process, window). The default is 16 random hex digits, new for each
+// Limiter. It must not be empty.
+func WithProcessID(id string) Option {
+	return func(c *config) { c.process, c.processSet = id, true }
+}
+
+// WithOperationTimeout bounds each round trip of the controller's loop
+// (the store, SetLimit, Stats). The default is 1s. It must be > 0.
+func WithOperationTimeout(d time.Duration) Option { return func(c *config) { c.opTimeout = d } }
+
+// WithReleaseTimeout bounds the release of a permit whose Release was
+// given a ctx that had already ended, as core.Permit.ReleaseDetached does.
+// The default is 2s. It must be > 0.
+func WithReleaseTimeout(d time.Duration) Option { return func(c *config) { c.releaseTimeout = d } }
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: adaptive: %s", core.ErrInvalidArgument, fmt.Sprintf(format, args...))
+}
+
+// buildConfig applies opts to the defaults and checks the result.
+func buildConfig(opts []Option) (config, error) {
+	c := defaultConfig()
+	for _, o := range opts {
+		if o == nil {
+			return c, invalid("nil Option")
+		}
+		o(&c)
+	}
+	switch {
+	case c.min <= 0 || c.max <= 0 || c.min > core.MaxLimit || c.max > core.MaxLimit:
+		return c, invalid("bounds [%d, %d] must be in [1, %d]", c.min, c.max, core.MaxLimit)
+	case c.min > c.max:
+		return c, invalid("lower bound %d is above the upper bound %d", c.min, c.max)
+	case c.windowDur <= 0:
+		return c, invalid("window %v must be > 0", c.windowDur)
+	case c.baselineDur < c.windowDur:
+		return c, invalid("baseline window %v is shorter than the window %v", c.baselineDur, c.windowDur)
+	case c.slowStart < 0 || c.slowStart > core.MaxLimit:
+		return c, invalid("slow start %d must be in [0, %d]", c.slowStart, core.MaxLimit)
+	case !(c.tolerance > 1):
+		return c, invalid("tolerance %v must be > 1", c.tolerance)
+	case !(c.band >= 0 && c.band < 0.5):
+		return c, invalid("hysteresis %v must be in [0, 0.5)", c.band)
+	case !(c.maxStep > 0 && c.maxStep < 1):
+		return c, invalid("max step %v must be in (0, 1)", c.maxStep)
+	case !(c.backoff > 0 && c.backoff < 1):
+		return c, invalid("backoff %v must be in (0, 1)", c.backoff)
+	case !(c.errorRate >= 0 && c.errorRate < 1):
+		return c, invalid("error rate %v must be in [0, 1)", c.errorRate)
+	case c.minSamples < 1:
+		return c, invalid("min samples %d must be >= 1", c.minSamples)
+	case c.opTimeout <= 0 || c.releaseTimeout <= 0:
+		return c, invalid("timeouts must be > 0")
+	case c.process == "" && c.processSet:
+		return c, invalid("empty process ID")
+	}
+	if !c.slowStartSet {
+		c.slowStart = c.min
+	}
+	if c.slowStart > 0 {
+		c.slowStart = min(max(c.slowStart, c.min), c.max)
+	}
+	c.window = c.windowDur.Seconds()
+	c.baselineGain = c.window / c.baselineDur.Seconds()
+	return c, nil
+}
