@@ -43,8 +43,10 @@ var _ core.Semaphore = (*Limiter)(nil)
 
 // New returns a Limiter of sem whose processes share store, and starts its
 // loop (one goroutine, stopped by Close). It returns an error matching
-// core.ErrInvalidArgument, and starts nothing, if sem or store is nil or
-// an option is out of range (see each option).
+// core.ErrInvalidArgument, and starts nothing, if sem or store is nil, if
+// store is a *MemStore and sem is not a *core.Local (the processes of a
+// network semaphore must share their samples; each would otherwise set the
+// limit from its own), or if an option is out of range (see each option).
 func New(sem core.LimitSemaphore, store Store, opts ...Option) (*Limiter, error) {
 	if sem == nil || store == nil {
 		return nil, invalid("New expects a semaphore and a store")
@@ -52,6 +54,11 @@ func New(sem core.LimitSemaphore, store Store, opts ...Option) (*Limiter, error)
 	cfg, err := buildConfig(opts)
 	if err != nil {
 		return nil, err
+	}
+	if _, mem := store.(*MemStore); mem {
+		if _, local := sem.(*core.Local); !local {
+			return nil, invalid("a MemStore serves the processes of one semaphore only when they are one: use it with core.Local, and a Store shared by every process (core/adaptive/redisstore) with a network semaphore")
+		}
 	}
 	if !cfg.processSet {
 		var b [8]byte
