@@ -78,7 +78,7 @@ func (config Config) ToMiddleware() (echo.MiddlewareFunc, error) {
 	}
 
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
+		return func(c echo.Context) (err error) {
 			if config.Skipper(c) {
 				return next(c)
 			}
@@ -102,12 +102,15 @@ func (config Config) ToMiddleware() (echo.MiddlewareFunc, error) {
 				}
 				return config.ErrorHandler(c, err)
 			}
-			defer t.Release(ctx)
+			completed := false
+			defer func() { t.Release(outcomeContext(ctx, c, err, completed)) }()
 			// As in httpmw: the permit reaches the handler only in its
 			// request's ctx (for core.PermitFromContext and a reentrant
 			// Acquire), which takes a copy of the request.
 			c.SetRequest(c.Request().WithContext(t.Context(ctx)))
-			return next(c)
+			err = next(c)
+			completed = true
+			return err
 		}
 	}, nil
 }

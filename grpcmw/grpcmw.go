@@ -46,13 +46,16 @@ func (l *limiter) acquire(ctx context.Context, method string) (admit.Ticket, err
 // if sem is nil or an option is out of range.
 func UnaryServerInterceptor(sem core.KeyedSemaphore, opts ...Option) grpc.UnaryServerInterceptor {
 	l := newLimiter(sem, opts)
-	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (_ any, err error) {
 		t, err := l.acquire(ctx, info.FullMethod)
 		if err != nil {
 			return nil, err
 		}
-		defer t.Release(ctx)
-		return handler(t.Context(ctx), req) // handlers can reenter
+		completed := false
+		defer func() { t.Release(outcomeContext(ctx, err, completed)) }()
+		resp, err := handler(t.Context(ctx), req) // handlers can reenter
+		completed = true
+		return resp, err
 	}
 }
 
@@ -62,14 +65,17 @@ func UnaryServerInterceptor(sem core.KeyedSemaphore, opts ...Option) grpc.UnaryS
 // out of range.
 func StreamServerInterceptor(sem core.KeyedSemaphore, opts ...Option) grpc.StreamServerInterceptor {
 	l := newLimiter(sem, opts)
-	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
 		ctx := ss.Context()
 		t, err := l.acquire(ctx, info.FullMethod)
 		if err != nil {
 			return err
 		}
-		defer t.Release(ctx)
-		return handler(srv, permitStream{ss, t.Context(ctx)}) // handlers can reenter
+		completed := false
+		defer func() { t.Release(outcomeContext(ctx, err, completed)) }()
+		err = handler(srv, permitStream{ss, t.Context(ctx)}) // handlers can reenter
+		completed = true
+		return err
 	}
 }
 
@@ -86,13 +92,16 @@ func (s permitStream) Context() context.Context { return s.ctx }
 // nil or an option is out of range.
 func UnaryClientInterceptor(sem core.KeyedSemaphore, opts ...Option) grpc.UnaryClientInterceptor {
 	l := newLimiter(sem, opts)
-	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) (err error) {
 		t, err := l.acquire(ctx, method)
 		if err != nil {
 			return err
 		}
-		defer t.Release(ctx)
-		return invoker(ctx, method, req, reply, cc, callOpts...)
+		completed := false
+		defer func() { t.Release(outcomeContext(ctx, err, completed)) }()
+		err = invoker(ctx, method, req, reply, cc, callOpts...)
+		completed = true
+		return err
 	}
 }
 

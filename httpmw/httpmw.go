@@ -93,7 +93,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// A deferred call also runs while a panic unwinds; the panic goes on.
-	defer t.Release(ctx)
+	completed := false
+	defer func() { t.Release(outcomeContext(ctx, completed)) }()
 	// The handler gets the permit in its request's ctx: core.PermitFromContext
 	// (its token, for fencing) and a reentrant Acquire of the same semaphore
 	// read it there. That costs a copy of the request (r.WithContext) and a
@@ -101,6 +102,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// ctx changes only through WithContext, and a middleware must not
 	// modify the request it was given.
 	h.next.ServeHTTP(w, r.WithContext(t.Context(ctx)))
+	completed = true
 }
 
 func (h *handler) rejected(w http.ResponseWriter, r *http.Request, rej *admit.Rejection) {

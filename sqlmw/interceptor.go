@@ -102,7 +102,7 @@ func (i *interceptor) release(ctx context.Context, p *core.Permit) {
 	_ = p.ReleaseDetached(ctx, i.cfg.releaseTimeout)
 }
 
-func (i *interceptor) ConnExecContext(ctx context.Context, conn driver.ExecerContext, query string, args []driver.NamedValue) (driver.Result, error) {
+func (i *interceptor) ConnExecContext(ctx context.Context, conn driver.ExecerContext, query string, args []driver.NamedValue) (_ driver.Result, err error) {
 	if i.coveredByTx(conn) {
 		return conn.ExecContext(ctx, query, args)
 	}
@@ -110,7 +110,7 @@ func (i *interceptor) ConnExecContext(ctx context.Context, conn driver.ExecerCon
 	if err != nil {
 		return nil, err
 	}
-	defer i.release(ctx, p)
+	defer func() { i.release(withOutcome(ctx, err), p) }()
 	return conn.ExecContext(ctx, query, args)
 }
 
@@ -122,7 +122,7 @@ func (i *interceptor) ConnQueryContext(ctx context.Context, conn driver.QueryerC
 	return i.query(ctx, query, func() (driver.Rows, error) { return conn.QueryContext(ctx, query, args) })
 }
 
-func (i *interceptor) StmtExecContext(ctx context.Context, stmt driver.StmtExecContext, query string, args []driver.NamedValue) (driver.Result, error) {
+func (i *interceptor) StmtExecContext(ctx context.Context, stmt driver.StmtExecContext, query string, args []driver.NamedValue) (_ driver.Result, err error) {
 	if i.stmtCoveredByTx(stmt) {
 		return stmt.ExecContext(ctx, args)
 	}
@@ -130,7 +130,7 @@ func (i *interceptor) StmtExecContext(ctx context.Context, stmt driver.StmtExecC
 	if err != nil {
 		return nil, err
 	}
-	defer i.release(ctx, p)
+	defer func() { i.release(withOutcome(ctx, err), p) }()
 	return stmt.ExecContext(ctx, args)
 }
 
@@ -161,7 +161,7 @@ func (i *interceptor) query(ctx context.Context, query string, do func() (driver
 	held := false
 	defer func() {
 		if !held {
-			i.release(ctx, p)
+			i.release(withOutcome(ctx, err), p)
 		}
 	}()
 	rows, err := do()
