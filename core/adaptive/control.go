@@ -18,7 +18,7 @@ type State struct {
 	// Limit is the controller's limit before rounding and bounds.
 	Limit float64
 	// Applied is the last limit the controller stored (or, monitor-only,
-	// recommended); 0 for none.
+	// recommended), or the semaphore's limit it started from.
 	Applied int64
 	// ChangedAt is the window during which Applied last changed (at its
 	// start): the windows before it did not run under Applied, and are
@@ -119,7 +119,7 @@ type params struct {
 // decision applies the slow start's limit.
 func (p *params) start(current int64, monitorOnly bool) State {
 	if p.slowStart > 0 && !monitorOnly {
-		return State{Limit: float64(p.slowStart), SlowStart: true}
+		return State{Limit: float64(p.slowStart), Applied: current, SlowStart: true}
 	}
 	return State{Limit: float64(current), Applied: current}
 }
@@ -127,15 +127,15 @@ func (p *params) start(current int64, monitorOnly bool) State {
 // next computes the state after window w, numbered n, during window now
 // (> n), from st. The limit to store is the new state's Applied.
 func (p *params) next(st State, n, now int64, w Window) (State, Reason) {
+	first := st.Window == 0
 	st.Window = n
 	switch {
+	case first && st.SlowStart: // the first decision sets the slow start's limit
+		return p.apply(st, now, st.Limit), ReasonSlowStart
 	case w.Samples < p.minSamples || w.Samples == 0:
 		return st, ReasonIdle
-	case st.Applied != 0 && n < st.ChangedAt:
+	case n < st.ChangedAt:
 		return st, ReasonSettling
-	}
-	if st.Applied == 0 { // the first window after start: apply the slow start's limit
-		return p.apply(st, now, st.Limit), ReasonSlowStart
 	}
 	fail := float64(w.Failed+w.TimedOut) / float64(w.Samples)
 	if fail > p.errorRate {

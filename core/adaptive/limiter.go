@@ -138,14 +138,6 @@ func (l *Limiter) take() Window {
 	return Window{Samples: l.n.Swap(0), Latency: time.Duration(l.lat.Swap(0)), Failed: l.failed.Swap(0), TimedOut: l.timedOut.Swap(0)}
 }
 
-// putBack returns samples that could not be sent to the next window.
-func (l *Limiter) putBack(w Window) {
-	l.n.Add(w.Samples)
-	l.lat.Add(int64(w.Latency))
-	l.failed.Add(w.Failed)
-	l.timedOut.Add(w.TimedOut)
-}
-
 // held is the record of one wrapped permit: its Releaser.
 type held struct {
 	l     *Limiter

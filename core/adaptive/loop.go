@@ -87,7 +87,7 @@ func (l *Limiter) decide(ctx context.Context, r SyncReply) {
 	}
 	prev := st.Applied
 	st, reason := l.cfg.next(st, r.Window-1, r.Window+1, r.Aggregate)
-	if !l.cfg.monitorOnly && st.Applied != prev && st.Applied > 0 {
+	if !l.cfg.monitorOnly && st.Applied != prev {
 		if err := l.sem.SetLimit(ctx, st.Applied); err != nil {
 			l.fail(err)
 			return

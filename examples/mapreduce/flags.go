@@ -57,6 +57,7 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 	fs.BoolVar(&o.compare, "compare", true, "with -mode semaphore: then run the same job with -mode setmaxopen and print both")
 	fs.StringVar(&o.chart, "chart", "", "draw the concurrent queries over time to this .svg or .png file")
 	fs.BoolVar(&o.Leased, "leased", false, "with -mode semaphore: the semaphore's leased-shares mode (redissem.NewLeased)")
+	fs.BoolVar(&o.Adaptive, "adaptive", false, "with -mode semaphore: the limit adapts to the database's latency, from -limit on (core/adaptive)")
 	fs.DurationVar(&o.progress, "progress", 500*time.Millisecond, "progress report interval (0: none)")
 	fs.BoolVar(&o.verbose, "v", false, "also print the Redis client's own log lines")
 	if err := cli.Parse(fs, args, stdout, usage); err != nil {
@@ -79,6 +80,8 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 		return o, cli.Usagef("-progress %v: must not be negative", o.progress)
 	case o.Mode != "semaphore" && o.Mode != "setmaxopen" && o.Mode != "none":
 		return o, cli.Usagef("-mode %q: want semaphore, setmaxopen or none", o.Mode)
+	case o.Adaptive && o.Mode != "semaphore":
+		return o, cli.Usagef("-adaptive needs -mode semaphore")
 	case o.Driver != "sqlite" && o.Driver != "pgx":
 		return o, cli.Usagef("-driver %q: want sqlite or pgx", o.Driver)
 	case o.Driver == "pgx" && o.DSN == "":

@@ -128,6 +128,9 @@ func job(ctx context.Context, o options, stdout, stderr io.Writer) (*summary, er
 	if o.Leased {
 		mode += " (leased shares)"
 	}
+	if o.Adaptive {
+		mode += " (adaptive)"
+	}
 	fmt.Fprintf(stdout, "mapreduce: %d rows, %d rows per page, %d workers x %d goroutines%s, limit %d, mode %s, driver %s, slow %v\n",
 		o.Rows, o.Page, o.Workers, o.Concurrency, o.skewText(), o.Limit, mode, o.Driver, o.Slow)
 	s, err := runOnce(ctx, o, wantRows, wantSum, stdout, stderr)

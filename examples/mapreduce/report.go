@@ -29,6 +29,7 @@ type collector struct {
 	permitWait time.Duration
 	permits    int64
 	poolWait   time.Duration
+	limits     []limitStep // -adaptive: the limit set, by the worker that set it
 }
 
 // read consumes one worker's reports until EOF. A line that is not a
@@ -84,6 +85,8 @@ func (c *collector) add(rep report) error {
 		c.pages++
 		c.rows += rep.Rows
 		c.sum += rep.Sum
+	case kindLimit:
+		c.limits = append(c.limits, limitStep{rep.At, rep.Limit})
 	case kindDone:
 		c.permitWait += rep.PermitWait
 		c.permits += rep.Permits
@@ -118,6 +121,7 @@ type summary struct {
 	Permits              int64
 	Compared             *summary // the -compare run with -mode setmaxopen, if any
 	events               []event
+	limits               []limitStep
 	startNanos, endNanos int64
 }
 
@@ -140,6 +144,7 @@ func (c *collector) summarize(s *summary) {
 	s.Pages, s.Rows, s.Sum = c.pages, c.rows, c.sum
 	s.PermitWait, s.Permits, s.PoolWait = c.permitWait, c.permits, c.poolWait
 	s.events = timeline(c.events)
+	s.limits = c.limits
 	var cur int
 	var busy int64 // sum over queries of their duration
 	for _, e := range s.events {
@@ -189,6 +194,7 @@ func (s *summary) print(w io.Writer) {
 	}
 	fmt.Fprintf(&b, "  pool wait      %v total (database/sql waiting for a connection)\n", s.PoolWait.Round(time.Millisecond))
 	io.WriteString(w, b.String())
+	printLimitPath(w, s)
 }
 
 // printComparison prints the runs side by side: wall time, the most

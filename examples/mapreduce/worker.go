@@ -33,6 +33,7 @@ type workerConfig struct {
 	Rows, Page         int64
 	Slow               time.Duration
 	Leased             bool // -leased: redissem.NewLeased
+	Adaptive           bool // -adaptive: core/adaptive
 }
 
 // report is one line of a worker's report to the parent: a JSON object
@@ -51,6 +52,7 @@ type report struct {
 	PermitWait time.Duration `json:"permit_wait,omitempty"`
 	Permits    int64         `json:"permits,omitempty"`
 	PoolWait   time.Duration `json:"pool_wait,omitempty"`
+	Limit      int64         `json:"limit,omitempty"` // kindLimit
 }
 
 // The kinds of report.
@@ -151,7 +153,16 @@ func workerMain(ctx context.Context, cfgJSON string, stdout io.Writer) error {
 			}
 		})))
 		defer sem.Close()
-		db = sqlmw.OpenDB(connector, sem)
+		if !cfg.Adaptive {
+			db = sqlmw.OpenDB(connector, sem)
+			break
+		}
+		lim, err := adaptiveSem(client, cfg.Name, sem, out)
+		if err != nil {
+			return err
+		}
+		defer lim.Close()
+		db = sqlmw.OpenDB(connector, lim)
 	case "setmaxopen":
 		db = sql.OpenDB(connector)
 		db.SetMaxOpenConns(cfg.maxOpenPerProcess())

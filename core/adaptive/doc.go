@@ -1,0 +1,112 @@
+// Package adaptive makes a semaphore's fleet-wide limit follow the
+// resource it protects. A static limit is a guess: too low wastes the
+// database, too high lets it drown when it slows down. Adaptive limiters
+// (Netflix concurrency-limits, Envoy's adaptive concurrency, failsafe-go)
+// adapt per process, so P processes allow P times what each one does. A
+// Limiter adapts the one limit the fleet shares instead, with no server
+// beyond the semaphore's own store.
+//
+//	sem := redissem.New(client, "reports-db", 8)
+//	lim, err := adaptive.New(sem, redisstore.New(client, "reports-db"))
+//	if err != nil {
+//		return err
+//	}
+//	defer lim.Close()
+//	db := sqlmw.OpenDB(connector, lim) // each query is a sample
+//
+// # Samples
+//
+// A Limiter is a core.Semaphore. Each of its permits is a sample: its
+// latency is the time from grant to Release, or the one given with
+// ContextWithSample; its outcome is Success unless the ctx given to
+// Release says otherwise (ContextWithOutcome). sqlmw, httpmw, grpcmw and
+// echomw release with the outcome of each query or request, so they need
+// nothing more than the Limiter in place of the semaphore (wrap it with
+// admit.Global for the request adapters); any other semaphore ignores the
+// outcome. Record adds a sample that no permit carries.
+//
+// # Windows and who computes them
+//
+// Time is cut into windows (WithWindow, 1s), numbered by the store's clock
+// (Redis TIME for redisstore). At the end of each window, each process
+// sends its samples of the window to the Store in one round trip, however
+// many requests it served: the count, the sum of latencies, the failures
+// and the timeouts. A sample is counted once per (process, window). In the
+// same round trip the store elects the process that computes the window
+// before (now complete): the first to sync after it, by SET NX semantics.
+// There is no lease and no leader: if that process dies, the first
+// process of the next window computes the next one, from the state the
+// store holds, so the limit carries on from where it was. The elected
+// process computes the limit, sets it with the semaphore's SetLimit, and
+// stores the controller's state. If the store is unreachable, samples of
+// that window are dropped and the limit stays where it was; the
+// semaphore's own failure policy applies to Acquire as before.
+//
+// Stores: MemStore, for a core.Local (one process); redisstore, for every
+// Redis semaphore (New, NewLeased, NewQuorum: the store uses one Redis)
+// and for a Consul semaphore (core/consul) whose processes can reach a
+// Redis: the windows are then in Redis, the limit in Consul. New refuses a
+// MemStore with any semaphore but a core.Local, since each process would
+// then compute the shared limit from its own samples alone. A keyed
+// semaphore needs a Limiter per key.
+//
+// # The controller
+//
+// A gradient on latency: each window's mean latency is compared with a
+// long-window baseline. Every parameter is an option whose documentation
+// states its default; in order of evaluation, for window w:
+//
+//   - Idle: fewer than WithMinSamples (10) samples fleet-wide: nothing
+//     changes.
+//   - Settling: w began before the limit last changed: it would measure
+//     the old limit, so nothing changes. A change is thus judged on a full
+//     window, one decision in two windows at most.
+//   - Errors and timeouts: if more than WithErrorRate (5 %) of the samples
+//     failed or timed out, the limit is multiplied by WithBackoff (0.8).
+//   - Baseline: the first window measured sets it. A lower latency moves
+//     it half-way down at once (lower latency is evidence); a higher one
+//     moves it up by window/WithBaselineWindow (1s/1min) of the way to
+//     latency/tolerance, so that it drifts only when the resource itself
+//     changed.
+//   - Slow start (WithSlowStart, from the lower bound): with no state
+//     stored, the first decision sets the limit to the slow start's, so
+//     the baseline is measured unloaded; then the limit doubles each
+//     decision while the latency stays within the tolerance, and the
+//     first window above it ends the slow start. This happens once per
+//     fleet (per state: see redisstore's state TTL), not periodically:
+//     the controller never probes by pinning the limit low, which would
+//     stall every process at once. Monitor-only mode has no slow start.
+//   - Gradient: with latency/baseline = r and WithTolerance t (1.5), the
+//     limit becomes limit × t/r when r is outside [t(1−h), t(1+h)], by at
+//     most WithMaxStep (25 %) per decision either way; inside that band
+//     (hysteresis h, WithHysteresis, 0.1) it holds. An increase
+//     is refused while the fleet used less than half the limit (the mean
+//     concurrency, by Little's law, is the sum of latencies over the
+//     window), since more would prove nothing.
+//   - A slower resource: if a decrease lowered the concurrency by 10 % or
+//     more and the latency did not fall, the latency is the resource's
+//     own, not the queue's: it becomes the baseline and the limit holds,
+//     instead of falling to the lower bound.
+//   - Bounds: the limit stays within WithBounds ([1, 1000]) and moves by
+//     whole permits.
+//
+// So the limit settles where the mean latency is about tolerance × the
+// unloaded latency: past the point where more concurrency adds
+// throughput, before the point where it only adds queueing.
+//
+// # Monitor-only
+//
+// WithMonitorOnly computes and reports the limit without setting it, to
+// size a limit before enforcing one. The recommendation is computed from
+// latencies measured under the enforced limit, not under the recommended
+// one, and with no slow start the baseline is the first window's latency
+// (or lower ones later): the recommendation is only as good as the lowest
+// load seen. Read it with Recommended, the Observer or promsem.
+//
+// # Metrics
+//
+// An Observer (WithObserver) receives one EventState per window synced
+// (the limit, baseline and latency as stored), one EventDecision per
+// window this process computed (with its Reason), and EventError for store
+// and semaphore failures. promsem.NewAdaptive exports them to Prometheus.
+package adaptive
