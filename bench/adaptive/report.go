@@ -1,0 +1,203 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strings"
+	"time"
+)
+
+// result is one run, as saved (one JSON line) and drawn.
+type result struct {
+	Mode      string   `json:"mode"`
+	Limit     int64    `json:"limit"`
+	Rep       int      `json:"rep"`
+	Procs     int      `json:"procs"`
+	Workers   int      `json:"workers"`
+	Duration  float64  `json:"duration_s"`
+	Change    float64  `json:"change_s,omitempty"`
+	Kill      float64  `json:"kill_s,omitempty"`
+	Killed    int      `json:"killed"`
+	LoadAvg   string   `json:"loadavg"` // /proc/loadavg at the end
+	Seconds   []second `json:"seconds"`
+	Decisions []point  `json:"decisions,omitempty"` // the limit each decision set, by process
+	Recs      []point  `json:"recommended,omitempty"`
+
+	lats []latAt // every query, for percentiles over intervals
+}
+
+// second is one second of a run.
+type second struct {
+	T         int     `json:"t"`
+	Queries   int     `json:"queries"`
+	P99       float64 `json:"p99_ms"`
+	Active    float64 `json:"pg_active_mean"`
+	ActiveMax int64   `json:"pg_active_max"`
+	Limit     int64   `json:"limit"`
+}
+
+type point struct {
+	T     float64 `json:"t"`
+	Proc  int     `json:"p"`
+	Limit int64   `json:"limit"`
+}
+
+type latAt struct {
+	at  time.Duration
+	lat time.Duration
+}
+
+func (r *run) result(o options, limit int64) *result {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	res := &result{Mode: o.mode, Limit: limit, Procs: o.procs, Workers: o.workers, Duration: o.duration.Seconds(),
+		Change: o.change.Seconds(), Killed: r.killed, Kill: r.killedAt.Seconds()}
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		res.LoadAvg = strings.TrimSpace(string(b))
+	}
+	for _, q := range r.queries {
+		if !q.Err {
+			res.lats = append(res.lats, latAt{r.since(q.At), time.Duration(q.Lat)})
+		}
+	}
+	for _, d := range r.decisions {
+		res.Decisions = append(res.Decisions, point{r.since(d.At).Seconds(), d.Proc, d.Limit})
+	}
+	for _, d := range r.recs {
+		res.Recs = append(res.Recs, point{r.since(d.At).Seconds(), d.Proc, d.Limit})
+	}
+	n := int(math.Ceil(o.duration.Seconds()))
+	for s := range n {
+		from, to := time.Duration(s)*time.Second, time.Duration(s+1)*time.Second
+		w := res.window(from, to)
+		sec := second{T: s, Queries: w.queries, P99: w.p99}
+		var sum, cnt int64
+		for _, a := range r.active {
+			if a.At >= from && a.At < to {
+				sum, cnt = sum+a.V, cnt+1
+				sec.ActiveMax = max(sec.ActiveMax, a.V)
+			}
+		}
+		if cnt > 0 {
+			sec.Active = float64(sum) / float64(cnt)
+		}
+		for _, l := range r.limits {
+			if l.At < to {
+				sec.Limit = l.V
+			}
+		}
+		res.Seconds = append(res.Seconds, sec)
+	}
+	return res
+}
+
+// stats are the figures of an interval of a run.
+type stats struct {
+	queries             int
+	qps, p50, p99       float64 // p50, p99 in ms
+	activeMean          float64
+	activeMax           int64
+	limMed, limMin, lim int64 // the limit's median, min and max over the interval's seconds
+}
+
+func (res *result) window(from, to time.Duration) stats {
+	var lats []float64
+	for _, l := range res.lats {
+		if l.at >= from && l.at < to {
+			lats = append(lats, float64(l.lat)/1e6)
+		}
+	}
+	s := stats{queries: len(lats), qps: float64(len(lats)) / (to - from).Seconds()}
+	if len(lats) > 0 {
+		slices.Sort(lats)
+		s.p50 = lats[len(lats)/2]
+		s.p99 = lats[min(len(lats)-1, int(math.Ceil(0.99*float64(len(lats))))-1)]
+	}
+	var lims []int64
+	var act float64
+	var nact int
+	for _, sec := range res.Seconds {
+		t := time.Duration(sec.T) * time.Second
+		if t >= from && t < to {
+			lims = append(lims, sec.Limit)
+			act += sec.Active
+			nact++
+			s.activeMax = max(s.activeMax, sec.ActiveMax)
+		}
+	}
+	if nact > 0 {
+		s.activeMean = act / float64(nact)
+	}
+	if len(lims) > 0 {
+		slices.Sort(lims)
+		s.limMed, s.limMin, s.lim = lims[len(lims)/2], lims[0], lims[len(lims)-1]
+	}
+	return s
+}
+
+func (res *result) save(path string) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	b, _ := json.Marshal(res)
+	_, err = f.Write(append(b, '\n'))
+	return firstErr(err, f.Close())
+}
+
+func firstErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// printSummary writes the run's figures over its intervals: for a static
+// run, after the warm-up; for the others, the first 15 s, the rest before
+// the change or kill, the 10 s after it and the rest.
+func (res *result) printSummary(w io.Writer) {
+	d := time.Duration(res.Duration * float64(time.Second))
+	line := func(name string, from, to time.Duration) {
+		if to <= from {
+			return
+		}
+		s := res.window(from, to)
+		fmt.Fprintf(w, "%-9s %-8s start %-3d rep %d %-12s %5.1f qps  p50 %6.1fms  p99 %6.1fms  pg active mean %5.1f max %3d  limit med %d [%d, %d]\n",
+			res.Mode, name, res.Limit, res.Rep, fmt.Sprintf("[%.0fs,%.0fs)", from.Seconds(), to.Seconds()),
+			s.qps, s.p50, s.p99, s.activeMean, s.activeMax, s.limMed, s.limMin, s.lim)
+	}
+	const warm, settle = 3 * time.Second, 15 * time.Second
+	event := time.Duration(max(res.Change, res.Kill) * float64(time.Second))
+	switch {
+	case res.Mode == "static":
+		line("steady", warm, d)
+	case event > 0:
+		line("start", 0, settle)
+		line("before", settle, event)
+		line("event+10", event, event+10*time.Second)
+		line("after", event+10*time.Second, d)
+	default:
+		line("start", 0, settle)
+		line("settled", settle, d)
+	}
+	if res.Killed >= 0 {
+		fmt.Fprintf(w, "  killed process %d at %.1fs; decisions after: %s\n", res.Killed, res.Kill, res.decisionsAfter(res.Kill))
+	}
+	fmt.Fprintf(w, "  loadavg %s\n", res.LoadAvg)
+}
+
+func (res *result) decisionsAfter(t float64) string {
+	var b strings.Builder
+	for _, d := range res.Decisions {
+		if d.T >= t-2 && d.T < t+6 {
+			fmt.Fprintf(&b, " %.1fs p%d→%d", d.T, d.Proc, d.Limit)
+		}
+	}
+	return b.String()
+}
