@@ -22,15 +22,16 @@ import (
 
 // childConfig is what the parent tells a load process, as JSON in childEnv.
 type childConfig struct {
-	Index   int
-	Mode    string // static, adaptive, monitor, failsafe
-	Redis   string
-	DSN     string
-	Name    string
-	Limit   int64
-	Workers int
-	Query   string // a key of queries
-	QueryN  int64
+	Index     int
+	Mode      string // static, adaptive, monitor, failsafe
+	Redis     string
+	DSN       string
+	Name      string
+	Limit     int64
+	Workers   int
+	Query     string  // a key of queries
+	Tolerance float64 // adaptive.WithTolerance; 0: its default
+	QueryN    int64
 }
 
 // line is one line a child writes: a query that ended (Kind ""), or a
@@ -126,6 +127,9 @@ func childMain(ctx context.Context, cfgJSON string, stdout io.Writer) error {
 		var s core.Semaphore = sem
 		if cfg.Mode != "static" {
 			var opts []adaptive.Option
+			if cfg.Tolerance > 0 {
+				opts = append(opts, adaptive.WithTolerance(cfg.Tolerance))
+			}
 			if cfg.Mode == "monitor" {
 				opts = append(opts, adaptive.WithMonitorOnly())
 			}

@@ -22,6 +22,7 @@ type result struct {
 	Change    float64  `json:"change_s,omitempty"`
 	Kill      float64  `json:"kill_s,omitempty"`
 	Killed    int      `json:"killed"`
+	Tolerance float64  `json:"tolerance,omitempty"`
 	LoadAvg   string   `json:"loadavg"` // /proc/loadavg at the end
 	Seconds   []second `json:"seconds"`
 	Decisions []point  `json:"decisions,omitempty"` // the limit each decision set, by process
@@ -55,7 +56,7 @@ func (r *run) result(o options, limit int64) *result {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	res := &result{Mode: o.mode, Limit: limit, Procs: o.procs, Workers: o.workers, Duration: o.duration.Seconds(),
-		Change: o.change.Seconds(), Killed: r.killed, Kill: r.killedAt.Seconds()}
+		Change: o.change.Seconds(), Killed: r.killed, Kill: r.killedAt.Seconds(), Tolerance: o.tolerance}
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		res.LoadAvg = strings.TrimSpace(string(b))
 	}

@@ -71,7 +71,7 @@ func runOnce(ctx context.Context, o options, limit int64) (*result, error) {
 	var readers sync.WaitGroup
 	for i := range o.procs {
 		cfg, _ := json.Marshal(childConfig{Index: i, Mode: o.mode, Redis: o.redis, DSN: o.dsn, Name: o.name,
-			Limit: limit, Workers: o.workers, Query: o.query, QueryN: o.queryN})
+			Limit: limit, Workers: o.workers, Query: o.query, QueryN: o.queryN, Tolerance: o.tolerance})
 		cmd := exec.Command(exe)
 		cmd.Env = append(os.Environ(), childEnv+"="+string(cfg))
 		cmd.Stderr = os.Stderr
@@ -147,44 +147,41 @@ func (r *run) read(rd interface{ Read([]byte) (int, error) }) {
 	}
 }
 
-func (r *run) sampleLimit(ctx context.Context, sem *redissem.Semaphore) {
-	t := time.NewTicker(250 * time.Millisecond)
+// every calls f every d until ctx ends.
+func every(ctx context.Context, d time.Duration, f func()) {
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			f()
 		}
-		st, err := sem.Stats(ctx)
-		if err != nil {
-			continue
-		}
-		r.mu.Lock()
-		r.limits = append(r.limits, sample{time.Since(r.start), st.Limit})
-		r.mu.Unlock()
 	}
 }
 
-func (r *run) sampleActive(ctx context.Context, pg *sql.DB) {
-	t := time.NewTicker(200 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+func (r *run) sampleLimit(ctx context.Context, sem *redissem.Semaphore) {
+	every(ctx, 250*time.Millisecond, func() {
+		if st, err := sem.Stats(ctx); err == nil {
+			r.mu.Lock()
+			r.limits = append(r.limits, sample{time.Since(r.start), st.Limit})
+			r.mu.Unlock()
 		}
+	})
+}
+
+func (r *run) sampleActive(ctx context.Context, pg *sql.DB) {
+	every(ctx, 200*time.Millisecond, func() {
 		var n int64
 		err := pg.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity WHERE state = 'active'
 			AND pid <> pg_backend_pid() AND query LIKE '%/*bench_adaptive*/%'`).Scan(&n)
-		if err != nil {
-			continue
+		if err == nil {
+			r.mu.Lock()
+			r.active = append(r.active, sample{time.Since(r.start), n})
+			r.mu.Unlock()
 		}
-		r.mu.Lock()
-		r.active = append(r.active, sample{time.Since(r.start), n})
-		r.mu.Unlock()
-	}
+	})
 }
 
 // compete runs o.compete callers of the same query, unthrottled and

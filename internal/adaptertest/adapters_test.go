@@ -279,7 +279,8 @@ func TestVocabularyRejectsBadValues(t *testing.T) {
 	}
 }
 
-// A minimal database/sql driver: every statement succeeds at once.
+// A minimal database/sql driver: every statement but failQuery succeeds
+// at once.
 type (
 	fakeConnector struct{}
 	fakeDriver    struct{}
@@ -292,8 +293,14 @@ func (fakeDriver) Open(string) (driver.Conn, error)                { return fake
 func (fakeConn) Prepare(string) (driver.Stmt, error)               { return nil, errors.New("not supported") }
 func (fakeConn) Close() error                                      { return nil }
 func (fakeConn) Begin() (driver.Tx, error)                         { return nil, errors.New("not supported") }
-func (fakeConn) ExecContext(context.Context, string, []driver.NamedValue) (driver.Result, error) {
+func (fakeConn) ExecContext(_ context.Context, q string, _ []driver.NamedValue) (driver.Result, error) {
+	if q == failQuery {
+		return nil, errors.New("fake: query failed")
+	}
 	return driver.RowsAffected(1), nil
 }
+
+// failQuery is the one statement the fake driver fails.
+const failQuery = "FAIL"
 
 var _ driver.ExecerContext = fakeConn{}

@@ -18,6 +18,7 @@ import (
 	"github.com/distsem/distsem/echomw"
 	"github.com/distsem/distsem/grpcmw"
 	"github.com/distsem/distsem/httpmw"
+	"github.com/distsem/distsem/sqlmw"
 )
 
 // sampleStore is an adaptive.Store that hands every non-empty window of
@@ -34,9 +35,10 @@ func (s *sampleStore) Sync(ctx context.Context, req adaptive.SyncRequest) (adapt
 	return s.MemStore.Sync(ctx, req)
 }
 
-// Each adapter feeds an adaptive limit one sample per request, with the
-// request's outcome: a request that went wrong on the server's side is
-// Failed, one the client got wrong (a 4xx, InvalidArgument) a success.
+// Each adapter feeds an adaptive limit one sample per request or query,
+// with its outcome: a request that went wrong on the server's side (a
+// failed query) is Failed, one the client got wrong (a 4xx,
+// InvalidArgument) a success.
 func TestAdaptersReportOutcomes(t *testing.T) {
 	// serve runs one request of each kind: "ok", "client" (the client's
 	// mistake) and "server" (the server's failure).
@@ -66,6 +68,17 @@ func TestAdaptersReportOutcomes(t *testing.T) {
 				return c.NoContent(http.StatusNoContent)
 			}, echomw.Limit(sem))
 			e.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/k", nil))
+		},
+		"sqlmw": func(t *testing.T, sem core.KeyedSemaphore, kind string) {
+			// A query's error is the database's: the client cannot get it
+			// wrong in a way the adapter could tell, so "client" succeeds.
+			db := sqlmw.OpenDB(fakeConnector{}, nil, sqlmw.WithKeyed(sem, func(context.Context, string) string { return "k" }))
+			defer db.Close()
+			q := "UPDATE t SET x = 1"
+			if kind == "server" {
+				q = failQuery
+			}
+			_, _ = db.ExecContext(t.Context(), q)
 		},
 		"grpcmw": func(t *testing.T, sem core.KeyedSemaphore, kind string) {
 			icpt := grpcmw.UnaryServerInterceptor(sem)
