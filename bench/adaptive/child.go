@@ -43,6 +43,10 @@ type line struct {
 	Lat   int64  `json:"l,omitempty"`   // the query's time on the database, ns
 	Err   bool   `json:"e,omitempty"`   // the query failed
 	Limit int64  `json:"lim,omitempty"` // dec, rec
+	// dec: the decision's reason, the latency it used and the baseline
+	Reason string  `json:"r,omitempty"`
+	LatMS  float64 `json:"lat_ms,omitempty"`
+	BaseMS float64 `json:"base_ms,omitempty"`
 }
 
 type out struct {
@@ -136,7 +140,8 @@ func childMain(ctx context.Context, cfgJSON string, stdout io.Writer) error {
 			opts = append(opts, adaptive.WithObserver(adaptive.ObserverFunc(func(e adaptive.Event) {
 				switch e.Kind {
 				case adaptive.EventDecision:
-					o.send(line{Kind: "dec", Proc: cfg.Index, At: time.Now().UnixNano(), Limit: e.Limit})
+					o.send(line{Kind: "dec", Proc: cfg.Index, At: time.Now().UnixNano(), Limit: e.Limit, Reason: e.Reason.String(),
+						LatMS: float64(e.Latency) / 1e6, BaseMS: float64(e.Baseline) / 1e6})
 				case adaptive.EventState:
 					o.send(line{Kind: "rec", Proc: cfg.Index, At: time.Now().UnixNano(), Limit: e.Limit})
 				}

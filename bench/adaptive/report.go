@@ -42,9 +42,12 @@ type second struct {
 }
 
 type point struct {
-	T     float64 `json:"t"`
-	Proc  int     `json:"p"`
-	Limit int64   `json:"limit"`
+	T      float64 `json:"t"`
+	Proc   int     `json:"p"`
+	Limit  int64   `json:"limit"`
+	Reason string  `json:"reason,omitempty"`
+	LatMS  float64 `json:"lat_ms,omitempty"`
+	BaseMS float64 `json:"base_ms,omitempty"`
 }
 
 type latAt struct {
@@ -66,10 +69,10 @@ func (r *run) result(o options, limit int64) *result {
 		}
 	}
 	for _, d := range r.decisions {
-		res.Decisions = append(res.Decisions, point{r.since(d.At).Seconds(), d.Proc, d.Limit})
+		res.Decisions = append(res.Decisions, point{r.since(d.At).Seconds(), d.Proc, d.Limit, d.Reason, d.LatMS, d.BaseMS})
 	}
 	for _, d := range r.recs {
-		res.Recs = append(res.Recs, point{r.since(d.At).Seconds(), d.Proc, d.Limit})
+		res.Recs = append(res.Recs, point{T: r.since(d.At).Seconds(), Proc: d.Proc, Limit: d.Limit})
 	}
 	n := int(math.Ceil(o.duration.Seconds()))
 	for s := range n {

@@ -26,9 +26,13 @@ type State struct {
 	ChangedAt int64
 	// Baseline is the long-window latency, in seconds; 0 until known.
 	Baseline float64
-	// Latency is the mean latency of the last window that was used, in
-	// seconds, and Concurrency its mean concurrency (Little's law).
+	// Latency is the mean latency of the windows used since the limit
+	// last changed, in seconds (an average of the last window with the
+	// ones before, halving their weight each window), and Concurrency
+	// their mean concurrency (Little's law); MeasuredAt is the last of
+	// those windows.
 	Latency, Concurrency float64
+	MeasuredAt           int64
 	// SlowStart reports that the controller is still in its slow start.
 	SlowStart bool
 }
@@ -149,7 +153,12 @@ func (p *params) next(st State, n, now int64, w Window) (State, Reason) {
 	lat := w.Latency.Seconds() / float64(w.Samples)
 	conc := w.Latency.Seconds() / p.window
 	prevLat, prevConc := st.Latency, st.Concurrency
-	st.Latency, st.Concurrency = lat, conc
+	if st.MeasuredAt >= st.ChangedAt && st.MeasuredAt > 0 {
+		// The last window used ran under the same limit: average with it,
+		// so that a noisy window alone moves nothing.
+		lat, conc = (lat+prevLat)/2, (conc+prevConc)/2
+	}
+	st.Latency, st.Concurrency, st.MeasuredAt = lat, conc, n
 	switch {
 	case st.Baseline == 0 || lat < st.Baseline:
 		if st.Baseline == 0 || st.SlowStart {

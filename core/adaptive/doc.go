@@ -79,10 +79,12 @@
 //   - Gradient: with latency/baseline = r and WithTolerance t (1.5), the
 //     limit becomes limit × t/r when r is outside [t(1−h), t(1+h)], by at
 //     most WithMaxStep (25 %) per decision either way; inside that band
-//     (hysteresis h, WithHysteresis, 0.1) it holds. An increase
-//     is refused while the fleet used less than half the limit (the mean
-//     concurrency, by Little's law, is the sum of latencies over the
-//     window), since more would prove nothing.
+//     (hysteresis h, WithHysteresis, 0.2) it holds. The latency compared
+//     is the window's averaged with the windows before it under the same
+//     limit (each older one half as much), so one noisy window alone
+//     moves nothing. An increase is refused while the fleet used less
+//     than half the limit (the mean concurrency, by Little's law, is the
+//     sum of latencies over the window), since more would prove nothing.
 //   - A slower resource: if a decrease lowered the concurrency by 10 % or
 //     more and the latency did not fall, the latency is the resource's
 //     own, not the queue's: it becomes the baseline and the limit holds,

@@ -30,7 +30,7 @@ func defaultConfig() config {
 	return config{
 		params: params{
 			min: 1, max: 1000, slowStart: 1,
-			tolerance: 1.5, band: 0.1, maxStep: 0.25,
+			tolerance: 1.5, band: 0.2, maxStep: 0.25,
 			backoff: 0.8, errorRate: 0.05, minSamples: 10,
 		},
 		windowDur:      time.Second,
@@ -74,8 +74,12 @@ func WithTolerance(t float64) Option { return func(c *config) { c.tolerance = t 
 
 // WithHysteresis sets the half-width of the band around the tolerance,
 // relative to it, within which the limit does not move: with the defaults
-// (tolerance 1.5, hysteresis 0.1) the limit holds while latency is between
-// 1.35 and 1.65 × baseline. The default is 0.1. It must be in [0, 0.5).
+// (tolerance 1.5, hysteresis 0.2) the limit holds while latency is between
+// 1.2 and 1.8 × baseline. One permit more or less moves the latency of a
+// resource that runs a few queries at once by more than a tenth, and a
+// window's mean latency on a shared machine by as much again, so a
+// narrower band makes small limits wander. The default is 0.2. It must be
+// in [0, 0.5).
 func WithHysteresis(h float64) Option { return func(c *config) { c.band = h } }
 
 // WithMaxStep sets the largest relative change of the limit per window
