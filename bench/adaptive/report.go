@@ -181,6 +181,7 @@ func (res *result) printSummary(w io.Writer) {
 	switch {
 	case res.Mode == "static":
 		line("steady", warm, d)
+		line("settled", settle, d) // the adaptive runs' interval
 	case event > 0:
 		line("start", 0, settle)
 		line("before", settle, event)
