@@ -115,17 +115,19 @@ type params struct {
 	minSamples   int64
 	baselineGain float64 // how far the baseline moves up toward the window's latency per window
 	window       float64 // seconds
+	baseline     float64 // the baseline to start from, seconds; 0: measure it
+	monitor      bool    // only recommend: the limit in force is not the one computed
 }
 
 // start returns the state of a controller that has computed nothing yet
 // and finds the stored limit current. With a slow start (never when only
 // monitoring: it would have to set the limit to measure), its first
 // decision applies the slow start's limit.
-func (p *params) start(current int64, monitorOnly bool) State {
-	if p.slowStart > 0 && !monitorOnly {
-		return State{Limit: float64(p.slowStart), Applied: current, SlowStart: true}
+func (p *params) start(current int64) State {
+	if p.slowStart > 0 && !p.monitor {
+		return State{Limit: float64(p.slowStart), Applied: current, SlowStart: true, Baseline: p.baseline}
 	}
-	return State{Limit: float64(current), Applied: current}
+	return State{Limit: float64(current), Applied: current, Baseline: p.baseline}
 }
 
 // next computes the state after window w, numbered n, during window now
@@ -166,9 +168,11 @@ func (p *params) next(st State, n, now int64, w Window) (State, Reason) {
 		} else {
 			st.Baseline += (lat - st.Baseline) / 2 // lower latency is evidence: follow it fast
 		}
-	default:
+	case !p.monitor:
 		// The long window: a slow drift toward the unloaded latency that
-		// this window implies if it sits at the tolerance.
+		// this window implies if it sits at the tolerance. (Only when the
+		// limit computed is in force: otherwise the latency says nothing
+		// of it.)
 		if target := lat / p.tolerance; target > st.Baseline {
 			st.Baseline += (target - st.Baseline) * p.baselineGain
 		}
@@ -192,14 +196,27 @@ func (p *params) next(st State, n, now int64, w Window) (State, Reason) {
 			st.Baseline = lat
 			return st, ReasonBaseline
 		}
-		return p.apply(st, now, st.Limit*math.Max(p.tolerance/ratio, 1-p.maxStep)), ReasonLatency
+		return p.apply(st, now, p.target(st, conc, p.tolerance/ratio)), ReasonLatency
 	case ratio < p.tolerance*(1-p.band):
 		if conc < float64(st.Applied)/2 {
 			return st, ReasonUnderused
 		}
-		return p.apply(st, now, st.Limit*math.Min(p.tolerance/ratio, 1+p.maxStep)), ReasonIncrease
+		return p.apply(st, now, p.target(st, conc, p.tolerance/ratio)), ReasonIncrease
 	}
 	return st, ReasonHold
+}
+
+// target is the limit that brings the latency to the tolerance, g being
+// tolerance/ratio, within one step of the current limit: g times the
+// limit when it is in force; g times the measured concurrency when only
+// recommending, since latency follows the concurrency in force, not the
+// recommendation (by Little's law, as long as the resource queues).
+func (p *params) target(st State, conc, g float64) float64 {
+	from := st.Limit
+	if p.monitor {
+		from = conc
+	}
+	return math.Min(math.Max(from*g, st.Limit*(1-p.maxStep)), st.Limit*(1+p.maxStep))
 }
 
 // apply sets the controller's limit to l, within the bounds, and the limit

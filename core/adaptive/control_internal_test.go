@@ -10,12 +10,17 @@ import (
 // more share the cores, and beyond knee each extra query also costs
 // overhead (contention), so throughput peaks and then degrades.
 type resource struct {
-	service time.Duration
-	cores   float64
+	service   time.Duration
+	cores     float64
+	pureQueue bool // no contention overhead: latency grows as the queue only
 }
 
 func (r resource) latency(c float64) time.Duration {
-	f := math.Max(1, c/r.cores) * (1 + 0.02*math.Max(0, c-r.cores))
+	overhead := 0.02
+	if r.pureQueue {
+		overhead = 0
+	}
+	f := math.Max(1, c/r.cores) * (1 + overhead*math.Max(0, c-r.cores))
 	return time.Duration(float64(r.service) * f)
 }
 
@@ -33,7 +38,7 @@ func (r resource) window(c float64, length time.Duration) Window {
 func simulate(t *testing.T, p params, start int64, windows int, res func(n int) resource) []int64 {
 	t.Helper()
 	inForce := make([]int64, windows)
-	st := p.start(start, false)
+	st := p.start(start)
 	limit := start
 	for m := range windows {
 		if n := m - 2; n >= 1 {
@@ -94,7 +99,7 @@ func TestControllerSettlesWhenTheResourceSlowsDown(t *testing.T) {
 
 func TestControllerBacksOffOnErrors(t *testing.T) {
 	p := testParams(t, WithSlowStart(0))
-	st := p.start(40, false)
+	st := p.start(40)
 	st, _ = p.next(st, 1, 3, Window{Samples: 100, Latency: time.Second})
 	st, r := p.next(st, 3, 5, Window{Samples: 100, Latency: time.Second, Failed: 20})
 	if r != ReasonErrors || st.Applied != 32 {
@@ -108,7 +113,7 @@ func TestControllerBacksOffOnErrors(t *testing.T) {
 
 func TestControllerKeepsBoundsAndStep(t *testing.T) {
 	p := testParams(t, WithSlowStart(0), WithBounds(5, 10))
-	st := p.start(8, false)
+	st := p.start(8)
 	st, _ = p.next(st, 1, 3, Window{Samples: 100, Latency: 100 * 10 * time.Millisecond})
 	// 10× the baseline: at most one step (25 %) down, and not below 5.
 	for i, want := range []int64{6, 5, 5} {
@@ -123,7 +128,7 @@ func TestControllerKeepsBoundsAndStep(t *testing.T) {
 
 func TestControllerHoldsIdleAndSettlingWindows(t *testing.T) {
 	p := testParams(t, WithSlowStart(0))
-	st := p.start(8, false)
+	st := p.start(8)
 	if st2, r := p.next(st, 1, 3, Window{Samples: 9, Latency: time.Second}); r != ReasonIdle || st2.Applied != 8 {
 		t.Fatalf("9 samples: %v, limit %d; want idle, 8", r, st2.Applied)
 	}
@@ -135,7 +140,7 @@ func TestControllerHoldsIdleAndSettlingWindows(t *testing.T) {
 
 func TestControllerHysteresis(t *testing.T) {
 	p := testParams(t, WithSlowStart(0))
-	st := p.start(10, false)
+	st := p.start(10)
 	st, _ = p.next(st, 1, 2, Window{Samples: 100, Latency: 100 * 10 * time.Millisecond}) // baseline 10ms
 	// Within 1.2–1.8 × the baseline, averaged with the windows before: hold.
 	for i, lat := range []time.Duration{15, 16, 17, 13, 19} {
@@ -145,5 +150,25 @@ func TestControllerHysteresis(t *testing.T) {
 		if r != ReasonHold || st.Applied != 10 {
 			t.Fatalf("latency %dms: %v, limit %d; want hold, 10", lat, r, st.Applied)
 		}
+	}
+}
+
+// Only recommending, over a limit of 64 that stays in force: with the
+// unloaded latency given, the recommendation goes where the adaptive
+// limit would, since latency follows the concurrency in force. (A
+// resource that also degrades under load makes it lower: the latency at
+// 64 then overstates the queue.)
+func TestMonitorRecommendsFromTheConcurrencyInForce(t *testing.T) {
+	res := resource{service: 10 * time.Millisecond, cores: 2, pureQueue: true}
+	p := testParams(t, WithMonitorOnly(), WithBaseline(10*time.Millisecond))
+	st := p.start(64)
+	for n := int64(1); n < 40; n++ {
+		st, _ = p.next(st, n, n+2, res.window(64, time.Second))
+	}
+	if st.Applied < 2 || st.Applied > 4 {
+		t.Fatalf("recommended %d over a limit of 64, want within [2, 4]", st.Applied)
+	}
+	if st.Baseline != 0.01 {
+		t.Fatalf("baseline %v moved while only recommending, want 10ms", st.Baseline)
 	}
 }

@@ -76,6 +76,7 @@
 //     fleet (per state: see redisstore's state TTL), not periodically:
 //     the controller never probes by pinning the limit low, which would
 //     stall every process at once. Monitor-only mode has no slow start.
+//     WithBaseline gives the baseline instead of measuring it.
 //   - Gradient: with latency/baseline = r and WithTolerance t (1.5), the
 //     limit becomes limit × t/r when r is outside [t(1−h), t(1+h)], by at
 //     most WithMaxStep (25 %) per decision either way; inside that band
@@ -99,11 +100,18 @@
 // # Monitor-only
 //
 // WithMonitorOnly computes and reports the limit without setting it, to
-// size a limit before enforcing one. The recommendation is computed from
-// latencies measured under the enforced limit, not under the recommended
-// one, and with no slow start the baseline is the first window's latency
-// (or lower ones later): the recommendation is only as good as the lowest
-// load seen. Read it with Recommended, the Observer or promsem.
+// size a limit before enforcing one. The latencies are then measured under
+// the limit in force, not the recommended one, so the controller cannot
+// test its recommendation: it has no slow start, its baseline does not
+// drift up, and its target is the measured concurrency (not the
+// recommendation) times tolerance/ratio, which is where the latency would
+// sit at the tolerance if it grows in proportion to the queue (Little's
+// law), reached by at most one step per decision. Its baseline is the
+// lowest latency seen, so give WithBaseline (the resource's latency
+// alone, such as a query run by itself) unless the load is sometimes
+// light; and a resource that degrades under load (wasted work, thrashing)
+// makes the recommendation made from an overloaded limit too low. Read it
+// with Recommended, the Observer or promsem.
 //
 // # Metrics
 //

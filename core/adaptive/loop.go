@@ -47,7 +47,7 @@ func (l *Limiter) loop(ctx context.Context) {
 		if r.HasState {
 			l.recommended.Store(r.State.Applied)
 			l.observe(Event{Kind: EventState, Window: r.State.Window, Limit: r.State.Applied, Previous: r.State.Applied,
-				Baseline: seconds(r.State.Baseline), Latency: seconds(r.State.Latency), MonitorOnly: l.cfg.monitorOnly})
+				Baseline: seconds(r.State.Baseline), Latency: seconds(r.State.Latency), MonitorOnly: l.cfg.monitor})
 		}
 		if r.Elected {
 			l.decide(ctx, r)
@@ -80,14 +80,14 @@ func (l *Limiter) decide(ctx context.Context, r SyncReply) {
 			l.fail(err)
 			return
 		}
-		st = l.cfg.start(stats.Limit, l.cfg.monitorOnly)
+		st = l.cfg.start(stats.Limit)
 	}
 	if st.Window >= r.Window-1 {
 		return // computed already (a Sync retried after its reply was lost)
 	}
 	prev := st.Applied
 	st, reason := l.cfg.next(st, r.Window-1, r.Window+1, r.Aggregate)
-	if !l.cfg.monitorOnly && st.Applied != prev {
+	if !l.cfg.monitor && st.Applied != prev {
 		if err := l.sem.SetLimit(ctx, st.Applied); err != nil {
 			l.fail(err)
 			return
@@ -104,7 +104,7 @@ func (l *Limiter) decide(ctx context.Context, r SyncReply) {
 		lat = a.Latency / time.Duration(a.Samples)
 	}
 	l.observe(Event{Kind: EventDecision, Window: st.Window, Limit: st.Applied, Previous: prev, Baseline: seconds(st.Baseline),
-		Latency: lat, Samples: a.Samples, Failed: a.Failed, TimedOut: a.TimedOut, Reason: reason, MonitorOnly: l.cfg.monitorOnly})
+		Latency: lat, Samples: a.Samples, Failed: a.Failed, TimedOut: a.TimedOut, Reason: reason, MonitorOnly: l.cfg.monitor})
 }
 
 func (l *Limiter) fail(err error) {

@@ -16,7 +16,7 @@ type config struct {
 	params
 	windowDur      time.Duration
 	baselineDur    time.Duration
-	monitorOnly    bool
+	baselineGiven  time.Duration
 	observer       Observer
 	onError        func(error)
 	process        string
@@ -113,8 +113,17 @@ func WithBaselineWindow(d time.Duration) Option { return func(c *config) { c.bas
 
 // WithMonitorOnly makes the controller compute and report the limit it
 // would set (Observer, Limiter.Recommended) without setting it: the
-// semaphore keeps its own limit. The default is to set it.
-func WithMonitorOnly() Option { return func(c *config) { c.monitorOnly = true } }
+// semaphore keeps its own limit. The default is to set it. See the
+// package documentation for how the recommendation is computed, and give
+// WithBaseline with it unless the load is sometimes light.
+func WithMonitorOnly() Option { return func(c *config) { c.monitor = true } }
+
+// WithBaseline gives the baseline to start from: the resource's latency
+// when it is not loaded, such as a query's time when it runs alone. The
+// controller then does not need to measure it, and lowers it if it
+// measures less. The default is 0: measure it (in the slow start, or
+// from the first window). It must be >= 0.
+func WithBaseline(d time.Duration) Option { return func(c *config) { c.baselineGiven = d } }
 
 // WithObserver sets the hook that receives the controller's events: one
 // EventDecision per window computed by this process, and EventError for a
@@ -177,6 +186,8 @@ func buildConfig(opts []Option) (config, error) {
 		return c, invalid("error rate %v must be in [0, 1)", c.errorRate)
 	case c.minSamples < 1:
 		return c, invalid("min samples %d must be >= 1", c.minSamples)
+	case c.baselineGiven < 0:
+		return c, invalid("baseline %v must be >= 0", c.baselineGiven)
 	case c.opTimeout <= 0 || c.releaseTimeout <= 0:
 		return c, invalid("timeouts must be > 0")
 	case c.process == "" && c.processSet:
@@ -189,6 +200,7 @@ func buildConfig(opts []Option) (config, error) {
 		c.slowStart = min(max(c.slowStart, c.min), c.max)
 	}
 	c.window = c.windowDur.Seconds()
+	c.baseline = c.baselineGiven.Seconds()
 	c.baselineGain = c.window / c.baselineDur.Seconds()
 	return c, nil
 }
