@@ -29,8 +29,10 @@ type childConfig struct {
 	Name      string
 	Limit     int64
 	Workers   int
-	Query     string  // a key of queries
-	Tolerance float64 // adaptive.WithTolerance; 0: its default
+	Query     string        // a key of queries
+	Tolerance float64       // adaptive.WithTolerance; 0: its default
+	ErrorRate float64       // adaptive.WithErrorRate; 0: its default
+	Baseline  time.Duration // adaptive.WithBaseline; 0: none
 	QueryN    int64
 }
 
@@ -133,6 +135,12 @@ func childMain(ctx context.Context, cfgJSON string, stdout io.Writer) error {
 			var opts []adaptive.Option
 			if cfg.Tolerance > 0 {
 				opts = append(opts, adaptive.WithTolerance(cfg.Tolerance))
+			}
+			if cfg.ErrorRate > 0 {
+				opts = append(opts, adaptive.WithErrorRate(cfg.ErrorRate))
+			}
+			if cfg.Baseline > 0 {
+				opts = append(opts, adaptive.WithBaseline(cfg.Baseline))
 			}
 			if cfg.Mode == "monitor" {
 				opts = append(opts, adaptive.WithMonitorOnly())

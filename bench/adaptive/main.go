@@ -33,7 +33,8 @@ const childEnv = "DISTSEM_BENCH_ADAPTIVE_CHILD"
 type options struct {
 	redis, dsn, mode, out, plot, name string
 	query                             string
-	tolerance                         float64
+	tolerance, errorRate              float64
+	baseline                          time.Duration
 	limits                            []int64
 	procs, workers, compete           int
 	queryN                            int64
@@ -63,6 +64,8 @@ func main() {
 	flag.IntVar(&o.compete, "compete", 3, "with -change: callers of the competing load")
 	flag.StringVar(&o.query, "q", "conflict", "the load's query: conflict, sort or series (see queries)")
 	flag.Float64Var(&o.tolerance, "tolerance", 0, "adaptive.WithTolerance (0: the default)")
+	flag.Float64Var(&o.errorRate, "error-rate", 0, "adaptive.WithErrorRate (0: the default)")
+	flag.DurationVar(&o.baseline, "baseline", 0, "adaptive.WithBaseline (0: none)")
 	flag.Int64Var(&o.queryN, "n", 20000, "rows of the query's generate_series")
 	flag.DurationVar(&o.duration, "duration", 30*time.Second, "length of a run")
 	flag.DurationVar(&o.warmup, "warmup", 3*time.Second, "the start of a static run left out of its figures")

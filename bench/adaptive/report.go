@@ -23,12 +23,15 @@ type result struct {
 	Kill      float64  `json:"kill_s,omitempty"`
 	Killed    int      `json:"killed"`
 	Tolerance float64  `json:"tolerance,omitempty"`
+	ErrorRate float64  `json:"error_rate,omitempty"`
+	Baseline  float64  `json:"baseline_ms,omitempty"`
 	LoadAvg   string   `json:"loadavg"` // /proc/loadavg at the end
 	Seconds   []second `json:"seconds"`
 	Decisions []point  `json:"decisions,omitempty"` // the limit each decision set, by process
 	Recs      []point  `json:"recommended,omitempty"`
 
-	lats []latAt // every query, for percentiles over intervals
+	lats []latAt         // every query that succeeded, for percentiles over intervals
+	errs []time.Duration // when each failed query ended
 }
 
 // second is one second of a run.
@@ -59,12 +62,15 @@ func (r *run) result(o options, limit int64) *result {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	res := &result{Mode: o.mode, Limit: limit, Procs: o.procs, Workers: o.workers, Duration: o.duration.Seconds(),
-		Change: o.change.Seconds(), Killed: r.killed, Kill: r.killedAt.Seconds(), Tolerance: o.tolerance}
+		Change: o.change.Seconds(), Killed: r.killed, Kill: r.killedAt.Seconds(), Tolerance: o.tolerance,
+		ErrorRate: o.errorRate, Baseline: float64(o.baseline) / 1e6}
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		res.LoadAvg = strings.TrimSpace(string(b))
 	}
 	for _, q := range r.queries {
-		if !q.Err {
+		if q.Err {
+			res.errs = append(res.errs, r.since(q.At))
+		} else {
 			res.lats = append(res.lats, latAt{r.since(q.At), time.Duration(q.Lat)})
 		}
 	}
@@ -103,6 +109,7 @@ func (r *run) result(o options, limit int64) *result {
 type stats struct {
 	queries             int
 	qps, p50, p99       float64 // p50, p99 in ms
+	errRate             float64 // failed queries (conflicts) over all
 	activeMean          float64
 	activeMax           int64
 	limMed, limMin, lim int64 // the limit's median, min and max over the interval's seconds
@@ -116,6 +123,15 @@ func (res *result) window(from, to time.Duration) stats {
 		}
 	}
 	s := stats{queries: len(lats), qps: float64(len(lats)) / (to - from).Seconds()}
+	var nerr int
+	for _, e := range res.errs {
+		if e >= from && e < to {
+			nerr++
+		}
+	}
+	if nerr+len(lats) > 0 {
+		s.errRate = float64(nerr) / float64(nerr+len(lats))
+	}
 	if len(lats) > 0 {
 		slices.Sort(lats)
 		s.p50 = lats[len(lats)/2]
@@ -172,9 +188,9 @@ func (res *result) printSummary(w io.Writer) {
 			return
 		}
 		s := res.window(from, to)
-		fmt.Fprintf(w, "%-9s %-8s start %-3d rep %d %-12s %5.1f qps  p50 %6.1fms  p99 %6.1fms  pg active mean %5.1f max %3d  limit med %d [%d, %d]\n",
+		fmt.Fprintf(w, "%-9s %-8s start %-3d rep %d %-12s %5.1f qps  err %4.1f%%  p50 %6.1fms  p99 %6.1fms  pg active mean %5.1f max %3d  limit med %d [%d, %d]\n",
 			res.Mode, name, res.Limit, res.Rep, fmt.Sprintf("[%.0fs,%.0fs)", from.Seconds(), to.Seconds()),
-			s.qps, s.p50, s.p99, s.activeMean, s.activeMax, s.limMed, s.limMin, s.lim)
+			s.qps, 100*s.errRate, s.p50, s.p99, s.activeMean, s.activeMax, s.limMed, s.limMin, s.lim)
 	}
 	const warm, settle = 3 * time.Second, 15 * time.Second
 	event := time.Duration(max(res.Change, res.Kill) * float64(time.Second))

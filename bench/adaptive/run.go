@@ -71,7 +71,7 @@ func runOnce(ctx context.Context, o options, limit int64) (*result, error) {
 	var readers sync.WaitGroup
 	for i := range o.procs {
 		cfg, _ := json.Marshal(childConfig{Index: i, Mode: o.mode, Redis: o.redis, DSN: o.dsn, Name: o.name,
-			Limit: limit, Workers: o.workers, Query: o.query, QueryN: o.queryN, Tolerance: o.tolerance})
+			Limit: limit, Workers: o.workers, Query: o.query, QueryN: o.queryN, Tolerance: o.tolerance, ErrorRate: o.errorRate, Baseline: o.baseline})
 		cmd := exec.Command(exe)
 		cmd.Env = append(os.Environ(), childEnv+"="+string(cfg))
 		cmd.Stderr = os.Stderr
