@@ -5,8 +5,11 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"io"
+	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/failsafe-go/failsafe-go/adaptivelimiter"
@@ -181,6 +184,7 @@ func childMain(ctx context.Context, cfgJSON string, stdout io.Writer) error {
 		}
 	})
 	var wg sync.WaitGroup
+	var errShown atomic.Int64 // the first errors go to stderr
 	for range cfg.Workers {
 		wg.Go(func() {
 			for ctx.Err() == nil {
@@ -191,13 +195,15 @@ func childMain(ctx context.Context, cfgJSON string, stdout io.Writer) error {
 						continue
 					}
 				}
-				start, err := runQuery(ctx, db, queries[cfg.Query], cfg.QueryN)
-				end := time.Now()
+				start, end, err := runQuery(ctx, db, queries[cfg.Query], cfg.QueryN)
 				if p != nil {
 					p.Record()
 				}
 				if ctx.Err() != nil {
 					return
+				}
+				if err != nil && errShown.Add(1) <= 3 {
+					fmt.Fprintf(os.Stderr, "adaptive child %d: %v\n", cfg.Index, err)
 				}
 				o.send(line{Proc: cfg.Index, At: end.UnixNano(), Lat: int64(end.Sub(start)), Err: err != nil})
 			}
@@ -210,11 +216,13 @@ func childMain(ctx context.Context, cfgJSON string, stdout io.Writer) error {
 }
 
 // runQuery runs the load's query and returns when it reached the
-// database: the semaphores' wait is inside QueryContext, so the probe in
-// the connector, under the throttled driver, takes the instant.
-func runQuery(ctx context.Context, db *sql.DB, query string, n int64) (time.Time, error) {
-	ctx, started := withStart(ctx)
+// database and when its rows were closed: the semaphores' wait is inside
+// QueryContext and their release after the rows' Close, so the probe in
+// the connector, under the throttled driver, takes both instants.
+func runQuery(ctx context.Context, db *sql.DB, query string, n int64) (start, end time.Time, err error) {
+	ctx, span := withSpan(ctx)
 	var sum int64
-	err := db.QueryRowContext(ctx, query, n).Scan(&sum)
-	return started(), err
+	err = db.QueryRowContext(ctx, query, n).Scan(&sum)
+	start, end = span()
+	return start, end, err
 }

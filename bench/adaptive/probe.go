@@ -10,18 +10,27 @@ import (
 	ngsqlmw "github.com/ngrok/sqlmw"
 )
 
-// startKey holds where the probe writes when a query reached the database.
-type startKey struct{}
+// spanKey holds where the probe writes when a query reached the database
+// and when its rows were closed: both under the limit, inside the permit.
+type spanKey struct{}
 
-// withStart returns ctx for one query and a func that returns when the
-// query reached the database (after its permit), or now if it never did.
-func withStart(ctx context.Context) (context.Context, func() time.Time) {
-	at := new(atomic.Int64)
-	return context.WithValue(ctx, startKey{}, at), func() time.Time {
-		if ns := at.Load(); ns != 0 {
-			return time.Unix(0, ns)
+type span struct{ start, end atomic.Int64 }
+
+// withSpan returns ctx for one query and a func that returns when the
+// query reached the database and when its rows were closed (now for what
+// the probe did not see).
+func withSpan(ctx context.Context) (context.Context, func() (start, end time.Time)) {
+	sp := new(span)
+	return context.WithValue(ctx, spanKey{}, sp), func() (time.Time, time.Time) {
+		now := time.Now()
+		start, end := now, now
+		if ns := sp.start.Load(); ns != 0 {
+			start = time.Unix(0, ns)
 		}
-		return time.Now()
+		if ns := sp.end.Load(); ns != 0 {
+			end = time.Unix(0, ns)
+		}
+		return start, end
 	}
 }
 
@@ -30,11 +39,25 @@ func withStart(ctx context.Context) (context.Context, func() time.Time) {
 type probe struct{ ngsqlmw.NullInterceptor }
 
 func (probe) ConnQueryContext(ctx context.Context, conn driver.QueryerContext, q string, args []driver.NamedValue) (context.Context, driver.Rows, error) {
-	if at, ok := ctx.Value(startKey{}).(*atomic.Int64); ok {
-		at.Store(time.Now().UnixNano())
+	sp, _ := ctx.Value(spanKey{}).(*span)
+	if sp != nil {
+		sp.start.Store(time.Now().UnixNano())
 	}
 	rows, err := conn.QueryContext(ctx, q, args)
+	if err != nil && sp != nil {
+		sp.end.Store(time.Now().UnixNano())
+	}
 	return ctx, rows, err
+}
+
+// RowsClose marks the query's end, before the throttled driver above
+// releases its permit.
+func (probe) RowsClose(ctx context.Context, rows driver.Rows) error {
+	err := rows.Close()
+	if sp, ok := ctx.Value(spanKey{}).(*span); ok {
+		sp.end.Store(time.Now().UnixNano())
+	}
+	return err
 }
 
 // pgxConnector returns pgx's connector wrapped by the probe.

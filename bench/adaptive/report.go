@@ -41,7 +41,10 @@ type second struct {
 	P99       float64 `json:"p99_ms"`
 	Active    float64 `json:"pg_active_mean"`
 	ActiveMax int64   `json:"pg_active_max"`
-	Limit     int64   `json:"limit"`
+	// InFlight is the most of the load's queries running at once in the
+	// second, from their start (the probe, under the limit) and end.
+	InFlight int   `json:"in_flight_max"`
+	Limit    int64 `json:"limit"`
 }
 
 type point struct {
@@ -81,10 +84,11 @@ func (r *run) result(o options, limit int64) *result {
 		res.Recs = append(res.Recs, point{T: r.since(d.At).Seconds(), Proc: d.Proc, Limit: d.Limit})
 	}
 	n := int(math.Ceil(o.duration.Seconds()))
+	inFlight := maxInFlight(r, n)
 	for s := range n {
 		from, to := time.Duration(s)*time.Second, time.Duration(s+1)*time.Second
 		w := res.window(from, to)
-		sec := second{T: s, Queries: w.queries, P99: w.p99}
+		sec := second{T: s, Queries: w.queries, P99: w.p99, InFlight: inFlight[s]}
 		var sum, cnt int64
 		for _, a := range r.active {
 			if a.At >= from && a.At < to {
@@ -112,6 +116,7 @@ type stats struct {
 	errRate             float64 // failed queries (conflicts) over all
 	activeMean          float64
 	activeMax           int64
+	inFlight            int   // the most of the load's queries at once
 	limMed, limMin, lim int64 // the limit's median, min and max over the interval's seconds
 }
 
@@ -147,6 +152,7 @@ func (res *result) window(from, to time.Duration) stats {
 			act += sec.Active
 			nact++
 			s.activeMax = max(s.activeMax, sec.ActiveMax)
+			s.inFlight = max(s.inFlight, sec.InFlight)
 		}
 	}
 	if nact > 0 {
@@ -188,9 +194,9 @@ func (res *result) printSummary(w io.Writer) {
 			return
 		}
 		s := res.window(from, to)
-		fmt.Fprintf(w, "%-9s %-8s start %-3d rep %d %-12s %5.1f qps  err %4.1f%%  p50 %6.1fms  p99 %6.1fms  pg active mean %5.1f max %3d  limit med %d [%d, %d]\n",
+		fmt.Fprintf(w, "%-9s %-8s start %-3d rep %d %-12s %5.1f qps  err %4.1f%%  p50 %6.1fms  p99 %6.1fms  pg active mean %5.1f max %3d  in flight max %3d  limit med %d [%d, %d]\n",
 			res.Mode, name, res.Limit, res.Rep, fmt.Sprintf("[%.0fs,%.0fs)", from.Seconds(), to.Seconds()),
-			s.qps, 100*s.errRate, s.p50, s.p99, s.activeMean, s.activeMax, s.limMed, s.limMin, s.lim)
+			s.qps, 100*s.errRate, s.p50, s.p99, s.activeMean, s.activeMax, s.inFlight, s.limMed, s.limMin, s.lim)
 	}
 	const warm, settle = 3 * time.Second, 15 * time.Second
 	event := time.Duration(max(res.Change, res.Kill) * float64(time.Second))
@@ -221,4 +227,34 @@ func (res *result) decisionsAfter(t float64) string {
 		}
 	}
 	return b.String()
+}
+
+// maxInFlight returns, for each of the run's n seconds, the most queries
+// of the load that ran at once, from each query's start and end (failed
+// ones too).
+func maxInFlight(r *run, n int) []int {
+	type edge struct {
+		at    time.Duration
+		delta int
+	}
+	var ev []edge
+	for _, q := range r.queries {
+		end := r.since(q.At)
+		ev = append(ev, edge{end - time.Duration(q.Lat), +1}, edge{end, -1})
+	}
+	slices.SortFunc(ev, func(a, b edge) int {
+		if a.at != b.at {
+			return int(min(max(a.at-b.at, -1), 1))
+		}
+		return a.delta - b.delta // an end before a start at the same instant
+	})
+	out := make([]int, n)
+	cur := 0
+	for _, e := range ev {
+		cur += e.delta
+		if s := int(e.at / time.Second); s >= 0 && s < n {
+			out[s] = max(out[s], cur)
+		}
+	}
+	return out
 }

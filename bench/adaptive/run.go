@@ -193,7 +193,9 @@ func compete(ctx context.Context, pg *sql.DB, o options, at time.Time) {
 		return
 	case <-time.After(time.Until(at)):
 	}
-	q := strings.Replace(queries[o.query], "bench_adaptive", "competing", 1)
+	// CPU and memory only (no row of the load's): the load's queries get
+	// slower, not more conflicts.
+	q := strings.Replace(queries["sort"], "/*bench_adaptive*/", "/*competing*/", 1)
 	var wg sync.WaitGroup
 	for range o.compete {
 		wg.Go(func() {
