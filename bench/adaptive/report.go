@@ -201,7 +201,7 @@ func (res *result) printSummary(w io.Writer) {
 	const warm, settle = 3 * time.Second, 15 * time.Second
 	event := time.Duration(max(res.Change, res.Kill) * float64(time.Second))
 	switch {
-	case res.Mode == "static":
+	case res.Mode == "static" && event == 0:
 		line("steady", warm, d)
 		line("settled", settle, d) // the adaptive runs' interval
 	case event > 0:

@@ -140,17 +140,17 @@ func (p *params) next(st State, n, now int64, w Window) (State, Reason) {
 		return p.apply(st, now, st.Limit), ReasonSlowStart
 	case w.Samples < p.minSamples || w.Samples == 0:
 		return st, ReasonIdle
-	case n < st.ChangedAt:
+	case n < st.ChangedAt && !p.monitor: // a recommendation changes no latency
 		return st, ReasonSettling
 	}
 	fail := float64(w.Failed+w.TimedOut) / float64(w.Samples)
-	if fail > p.errorRate {
+	failReason := ReasonErrors
+	if w.TimedOut > w.Failed {
+		failReason = ReasonTimeouts
+	}
+	if fail > p.errorRate && !p.monitor {
 		st.SlowStart = false
-		reason := ReasonErrors
-		if w.TimedOut > w.Failed {
-			reason = ReasonTimeouts
-		}
-		return p.apply(st, now, st.Limit*math.Max(p.backoff, 1-p.maxStep)), reason
+		return p.apply(st, now, st.Limit*math.Max(p.backoff, 1-p.maxStep)), failReason
 	}
 	lat := w.Latency.Seconds() / float64(w.Samples)
 	conc := w.Latency.Seconds() / p.window
@@ -178,6 +178,9 @@ func (p *params) next(st State, n, now int64, w Window) (State, Reason) {
 		}
 	}
 	ratio := lat / st.Baseline
+	if fail > p.errorRate { // only recommending: at most backoff × the concurrency in force
+		return p.apply(st, now, p.target(st, conc, math.Min(p.tolerance/ratio, p.backoff))), failReason
+	}
 	if st.SlowStart {
 		if ratio <= p.tolerance {
 			if conc < float64(st.Applied)/2 {

@@ -172,3 +172,20 @@ func TestMonitorRecommendsFromTheConcurrencyInForce(t *testing.T) {
 		t.Fatalf("baseline %v moved while only recommending, want 10ms", st.Baseline)
 	}
 }
+
+// Errors while only recommending cap the recommendation at backoff × the
+// concurrency in force; they do not drive it down window after window,
+// since the recommendation changes no error.
+func TestMonitorErrorsDoNotCompound(t *testing.T) {
+	p := testParams(t, WithMonitorOnly(), WithBaseline(20*time.Millisecond))
+	st := p.start(64)
+	var r Reason
+	for n := int64(1); n < 40; n++ {
+		// 64 in flight, each at 2× the baseline: latency alone would
+		// allow 48; 30 % failures cap it at 0.8 × 64.
+		st, r = p.next(st, n, n+1, Window{Samples: 1600, Latency: 1600 * 40 * time.Millisecond, Failed: 480})
+	}
+	if r != ReasonErrors || st.Applied != 48 {
+		t.Fatalf("recommended %d (%v), want 48 (errors)", st.Applied, r)
+	}
+}

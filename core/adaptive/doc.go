@@ -106,7 +106,9 @@
 // drift up, and its target is the measured concurrency (not the
 // recommendation) times tolerance/ratio, which is where the latency would
 // sit at the tolerance if it grows in proportion to the queue (Little's
-// law), reached by at most one step per decision. Its baseline is the
+// law), reached by at most one step per decision, one decision per window;
+// errors and timeouts above WithErrorRate cap it at WithBackoff times the
+// concurrency in force, instead of lowering it window after window. Its baseline is the
 // lowest latency seen, so give WithBaseline (the resource's latency
 // alone, such as a query run by itself) unless the load is sometimes
 // light; and a resource that degrades under load (wasted work, thrashing)
