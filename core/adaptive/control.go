@@ -66,9 +66,9 @@ const (
 	ReasonUnderused
 	// ReasonLatency: latency is above the tolerance band.
 	ReasonLatency
-	// ReasonBaseline: latency is above the tolerance band, but the lower
-	// concurrency of the last decrease did not lower it: the resource got
-	// slower. The baseline becomes this latency, and the limit holds
+	// ReasonBaseline: latency is above the tolerance band, but the last
+	// decrease lowered the concurrency by a fifth or more and not the
+	// latency: the resource got slower. The baseline becomes this latency, and the limit holds
 	// instead of going down further.
 	ReasonBaseline
 	// ReasonErrors and ReasonTimeouts: more than WithErrorRate of the
@@ -192,10 +192,11 @@ func (p *params) next(st State, n, now int64, w Window) (State, Reason) {
 	}
 	switch {
 	case ratio > p.tolerance*(1+p.band):
-		// Less concurrency that did not lower latency: the resource itself
-		// got slower, and this latency is its unloaded one now. Take it as
-		// the baseline, and hold.
-		if prevLat > 0 && conc < prevConc*0.9 && lat >= prevLat*0.95 {
+		// A fifth less concurrency that did not lower latency: the
+		// resource itself got slower, and this latency is its unloaded one
+		// now. Take it as the baseline, and hold. (A smaller drop hides in
+		// the noise of one window's latency.)
+		if prevLat > 0 && conc < prevConc*0.8 && lat >= prevLat*0.95 {
 			st.Baseline = lat
 			return st, ReasonBaseline
 		}

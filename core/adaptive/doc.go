@@ -86,7 +86,7 @@
 //     moves nothing. An increase is refused while the fleet used less
 //     than half the limit (the mean concurrency, by Little's law, is the
 //     sum of latencies over the window), since more would prove nothing.
-//   - A slower resource: if a decrease lowered the concurrency by 10 % or
+//   - A slower resource: if a decrease lowered the concurrency by 20 % or
 //     more and the latency did not fall, the latency is the resource's
 //     own, not the queue's: it becomes the baseline and the limit holds,
 //     instead of falling to the lower bound.
