@@ -31,8 +31,12 @@ func (d *db) query() {
 }
 
 // run starts workers callers on each limiter, each querying d under a
-// permit until ctx ends; it returns a func that waits for them.
-func run(ctx context.Context, d *db, lims []*adaptive.Limiter, workers int) func() {
+// permit until ctx ends, and releasing it with the ctx release returns (ctx
+// itself if release is nil); it returns a func that waits for them.
+func run(ctx context.Context, d *db, lims []*adaptive.Limiter, workers int, release func(context.Context) context.Context) func() {
+	if release == nil {
+		release = func(ctx context.Context) context.Context { return ctx }
+	}
 	var wg sync.WaitGroup
 	for _, l := range lims {
 		for range workers {
@@ -43,7 +47,7 @@ func run(ctx context.Context, d *db, lims []*adaptive.Limiter, workers int) func
 						continue
 					}
 					d.query()
-					_ = p.Release(ctx)
+					_ = p.Release(release(ctx))
 				}
 			})
 		}
@@ -103,7 +107,7 @@ func TestFleetConvergesFromAboveAndBelow(t *testing.T) {
 			dec := &decisions{}
 			lims := newFleet(t, sem, &adaptive.MemStore{}, 4, dec)
 			ctx, cancel := context.WithCancel(t.Context())
-			wait := run(ctx, d, lims, 16)
+			wait := run(ctx, d, lims, 16, nil)
 			time.Sleep(15 * time.Second)
 			got := limit(t, sem)
 			d.peak.Store(0)
@@ -135,7 +139,7 @@ func TestAnotherProcessComputesAfterTheElectedOneStops(t *testing.T) {
 		dec := &decisions{}
 		lims := newFleet(t, sem, &adaptive.MemStore{}, 3, dec)
 		ctx, cancel := context.WithCancel(t.Context())
-		wait := run(ctx, d, lims, 16)
+		wait := run(ctx, d, lims, 16, nil)
 		time.Sleep(20 * time.Second)
 		dec.mu.Lock()
 		last := dec.all[len(dec.all)-1]
@@ -176,7 +180,7 @@ func TestMonitorOnlyRecommendsWithoutSetting(t *testing.T) {
 		dec := &decisions{}
 		lims := newFleet(t, sem, &adaptive.MemStore{}, 2, dec, adaptive.WithMonitorOnly())
 		ctx, cancel := context.WithCancel(t.Context())
-		wait := run(ctx, d, lims, 4)
+		wait := run(ctx, d, lims, 4, nil)
 		time.Sleep(10 * time.Second)
 		cancel()
 		wait()
@@ -201,22 +205,13 @@ func TestFailedOutcomesBackOff(t *testing.T) {
 		dec := &decisions{}
 		lims := newFleet(t, sem, &adaptive.MemStore{}, 1, dec, adaptive.WithSlowStart(0))
 		ctx, cancel := context.WithCancel(t.Context())
-		var wg sync.WaitGroup
-		for range 8 {
-			wg.Go(func() {
-				for ctx.Err() == nil {
-					p, err := lims[0].Acquire(ctx)
-					if err != nil {
-						continue
-					}
-					time.Sleep(10 * time.Millisecond)
-					_ = p.Release(adaptive.ContextWithOutcome(ctx, adaptive.OutcomeOf(errors.New("server error"))))
-				}
-			})
+		failed := func(ctx context.Context) context.Context {
+			return adaptive.ContextWithOutcome(ctx, adaptive.OutcomeOf(errors.New("server error")))
 		}
+		wait := run(ctx, &db{service: 10 * time.Millisecond, cores: 8}, lims, 8, failed)
 		time.Sleep(8 * time.Second)
 		cancel()
-		wg.Wait()
+		wait()
 		lims[0].Close()
 		if got := limit(t, sem); got >= 20 {
 			t.Errorf("limit %d after failing queries, want < 20", got)
