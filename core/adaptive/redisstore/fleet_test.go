@@ -6,19 +6,36 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/adaptive"
 	"github.com/distsem/distsem/core/adaptive/redisstore"
 	"github.com/distsem/distsem/core/redissem"
 )
 
-// A fleet of limiters on one Redis semaphore: each window is computed by
-// one process, the slow start sets the limit, and when the process that
-// computes stops, another one computes the next windows from the stored
-// state. Waits are on events, never on the clock.
+// A fleet of limiters on one Redis semaphore, in both of its modes: each
+// window is computed by one process, the slow start sets the limit, and
+// when the process that computes stops, another one computes the next
+// windows from the stored state. Waits are on events, never on the clock.
 func TestFleetOnRedisElectsOneProcessPerWindow(t *testing.T) {
+	for mode, newSem := range map[string]func(c *redis.Client, name string) redisSem{
+		"default": func(c *redis.Client, name string) redisSem { return redissem.New(c, name, 8) },
+		"leased":  func(c *redis.Client, name string) redisSem { return redissem.NewLeased(c, name, 8) },
+	} {
+		t.Run(mode, func(t *testing.T) { testFleet(t, newSem) })
+	}
+}
+
+type redisSem interface {
+	core.LimitSemaphore
+	Close() error
+}
+
+func testFleet(t *testing.T, newSem func(c *redis.Client, name string) redisSem) {
 	c := realClient(t)
 	name := uniqueName(t)
-	sem := redissem.New(c, name, 8)
+	sem := newSem(c, name)
 	defer sem.Close()
 	type decision struct {
 		proc int
