@@ -49,7 +49,8 @@
 //
 // A backend outside this package builds on a few names that users of a
 // backend never need: NewPermit (with Grant, Releaser and LeaseSetter)
-// makes the permits it hands out; ResolveOptions (BackendConfig) and
+// makes the permits it hands out, and WrapPermit those of a semaphore that
+// wraps another (core/adaptive); ResolveOptions (BackendConfig) and
 // ResolveAcquire (AcquireSpec) read the options; WaitError is the error of
 // a wait that ctx ended; NewKeyed (Key, LimitSemaphore) makes its keyed
 // semaphore; Share is the in-process side of a backend that leases shares
