@@ -94,6 +94,7 @@ type BackendConfig struct {
 	Observer  Observer      // WithObserver; nil if none
 	OnError   func(error)   // WithOnError; nil if none
 	Policy    FailurePolicy // WithFailurePolicy; default FailClosed
+	Owner     string        // WithOwner; default DefaultOwner(), "" for none
 	// Keyed reports that WithLimits or WithMaxIdleKeys was given: only
 	// NewKeyed honours them, so a constructor of one semaphore panics.
 	Keyed bool
@@ -107,7 +108,7 @@ type BackendConfig struct {
 func ResolveOptions(opts ...Option) BackendConfig {
 	c := buildConfig(opts)
 	c.refuse("ResolveOptions", optsRemote|optsKeyed)
-	return BackendConfig{KeyPrefix: c.prefix, LeaseTTL: c.leaseTTL, Observer: c.observer, OnError: c.onError, Policy: c.policy,
+	return BackendConfig{KeyPrefix: c.prefix, LeaseTTL: c.leaseTTL, Observer: c.observer, OnError: c.onError, Policy: c.policy, Owner: c.owner,
 		Keyed: c.given&optsKeyed != 0}
 }
 
@@ -119,6 +120,7 @@ type AcquireSpec struct {
 	// that cannot give a permit its own lease refuses the call with an
 	// ErrInvalidArgument error rather than ignore it.
 	LeaseTTLGiven bool
+	Note          string // WithNote; default "", checked already
 }
 
 // ResolveAcquire applies opts to the defaults (weight 1, lease defaultTTL).
@@ -126,7 +128,7 @@ type AcquireSpec struct {
 // below 100ms.
 func ResolveAcquire(defaultTTL time.Duration, opts ...AcquireOption) (AcquireSpec, error) {
 	a, err := buildAcquire(defaultTTL, opts)
-	return AcquireSpec{Weight: a.weight, LeaseTTL: a.ttl, LeaseTTLGiven: a.ttlSet}, err
+	return AcquireSpec{Weight: a.weight, LeaseTTL: a.ttl, LeaseTTLGiven: a.ttlSet, Note: a.note}, err
 }
 
 // WaitError is the error of an Acquire whose wait ended with ctx: it

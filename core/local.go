@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // localEpoch numbers in-process semaphores. Each one's fencing tokens start
@@ -39,6 +40,8 @@ type Local struct {
 	seq     int64     // while state is frozen: the grants so far
 	waiters waitQueue // non-empty only while state is frozen
 	closed  bool      // state stays frozen once closed
+
+	held localHolders // the permits held, for Inspect (local_inspect.go)
 
 	plain permitExt // shared by all of s's permits: they have no per-permit state. Its owner is s, or s's keyed entry (NewLocalKeyed)
 }
@@ -79,13 +82,13 @@ func (s *Local) TryAcquire(ctx context.Context, opts ...AcquireOption) (*Permit,
 }
 
 func (s *Local) acquire(ctx context.Context, try bool, opts []AcquireOption) (*Permit, error) {
-	n := int64(1)
+	n, note := int64(1), ""
 	if len(opts) != 0 {
 		a, err := buildAcquire(s.cfg.leaseTTL, opts)
 		if err != nil {
 			return nil, err
 		}
-		n = a.weight
+		n, note = a.weight, a.note
 	}
 	done := ctx.Done()
 	if done != nil {
@@ -107,17 +110,18 @@ func (s *Local) acquire(ctx context.Context, try bool, opts []AcquireOption) (*P
 		}
 		if s.state.CompareAndSwap(st, packState(free-n, seq+1)) {
 			p := &Permit{permitExt: &s.plain, weight: n, token: s.tokBase.Load() + seq + 1}
+			s.held.add(p, note)
 			if o := s.cfg.observer; o != nil {
 				o.Observe(Event{Kind: EventAcquired, Name: s.name, Weight: n})
 			}
 			return p, nil
 		}
 	}
-	return s.acquireSlow(ctx, done, try, n)
+	return s.acquireSlow(ctx, done, try, n, note)
 }
 
 // acquireSlow grants under mu, or queues.
-func (s *Local) acquireSlow(ctx context.Context, done <-chan struct{}, try bool, n int64) (*Permit, error) {
+func (s *Local) acquireSlow(ctx context.Context, done <-chan struct{}, try bool, n int64, note string) (*Permit, error) {
 	s.mu.Lock()
 	switch {
 	case s.closed:
@@ -137,14 +141,16 @@ func (s *Local) acquireSlow(ctx context.Context, done <-chan struct{}, try bool,
 		if o := s.cfg.observer; o != nil {
 			o.Observe(Event{Kind: EventAcquired, Name: s.name, Weight: n})
 		}
-		return &Permit{permitExt: &s.plain, weight: n, token: tok}, nil
+		p := &Permit{permitExt: &s.plain, weight: n, token: tok}
+		s.held.add(p, note)
+		return p, nil
 	}
 	if try {
 		s.thaw()
 		s.mu.Unlock()
 		return nil, fmt.Errorf("%w: %q", ErrNoPermit, s.name)
 	}
-	w := &localWaiter{n: n, ready: make(chan struct{})}
+	w := &localWaiter{n: n, note: note, since: time.Now(), ready: make(chan struct{})}
 	s.waiters.push(w)
 	s.mu.Unlock()
 	return s.wait(ctx, done, w)
@@ -152,6 +158,7 @@ func (s *Local) acquireSlow(ctx context.Context, done <-chan struct{}, try bool,
 
 func (s *Local) release(_ context.Context, p *Permit) error {
 	n := p.weight
+	s.held.remove(p)
 	for {
 		st := s.state.Load()
 		if st&slowBit != 0 {

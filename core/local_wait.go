@@ -13,6 +13,8 @@ import (
 type localWaiter struct {
 	next, prev *localWaiter // in Local.waiters
 	n          int64
+	note       string        // WithNote, for Inspect
+	since      time.Time     // when it queued, for Inspect
 	ready      chan struct{} // closed when granted or failed
 	err        error         // set before ready is closed when the waiter failed
 	p          Permit        // the grant; set before ready is closed
@@ -88,6 +90,7 @@ func (s *Local) wait(ctx context.Context, done <-chan struct{}, w *localWaiter) 
 		}
 		return nil, err
 	}
+	s.held.add(&w.p, w.note)
 	if o != nil {
 		o.Observe(Event{Kind: EventAcquired, Name: s.name, Weight: n, Wait: time.Since(start)})
 	}

@@ -18,18 +18,19 @@ const (
 	optLimits
 	optMaxIdle
 	optName
+	optOwner
 )
 
 var optNames = [...]string{
 	"WithKeyPrefix", "WithDefaultLeaseTTL", "WithObserver", "WithFailurePolicy", "WithOnError",
-	"WithLimits", "WithMaxIdleKeys", "WithName",
+	"WithLimits", "WithMaxIdleKeys", "WithName", "WithOwner",
 }
 
 // What each kind of constructor honours.
 const (
-	optsLocal  = optObserver | optName
+	optsLocal  = optObserver | optName | optOwner
 	optsKeyed  = optLimits | optMaxIdle
-	optsRemote = optKeyPrefix | optLeaseTTL | optObserver | optPolicy | optOnError // ResolveOptions
+	optsRemote = optKeyPrefix | optLeaseTTL | optObserver | optPolicy | optOnError | optOwner // ResolveOptions
 )
 
 // refuse panics, naming ctor and the option, if c holds an option outside

@@ -32,13 +32,14 @@ type config struct {
 	onError  func(error)
 	limits   map[string]int64
 	maxIdle  int
+	owner    string
 
 	name  string // WithName
 	given optSet // the options given, for refuse
 }
 
 func defaultConfig() config {
-	return config{name: "local", prefix: "distsem:", leaseTTL: 10 * time.Second, policy: FailClosed, maxIdle: 4096}
+	return config{name: "local", prefix: "distsem:", leaseTTL: 10 * time.Second, policy: FailClosed, maxIdle: 4096, owner: defaultOwner()}
 }
 
 // MaxLimit is the largest limit, weight or fallback size a semaphore
@@ -71,6 +72,9 @@ func buildConfig(opts []Option) config {
 	}
 	if c.policy.mode > policyLocal || c.policy.mode == policyLocal && (c.policy.fallback <= 0 || c.policy.fallback > MaxLimit) {
 		panic(fmt.Sprintf("core: WithFailurePolicy: invalid policy %v", c.policy))
+	}
+	if why := checkText(c.owner, MaxOwnerLen); why != "" {
+		panic(fmt.Sprintf("core: WithOwner: owner %q: %s", c.owner, why))
 	}
 	for k, v := range c.limits {
 		checkLimit(fmt.Sprintf("WithLimits: limit of key %q", k), v)
@@ -156,10 +160,11 @@ func WithMaxIdleKeys(n int) Option {
 type AcquireOption func(*acquireConfig)
 
 type acquireConfig struct {
-	weight int64
-	ttl    time.Duration
-	ttlSet bool // WithLeaseTTL was given
-
+	weight  int64
+	ttl     time.Duration
+	ttlSet  bool // WithLeaseTTL was given
+	note    string
+	noteSet bool // WithNote was given
 }
 
 // WithWeight asks for n permits at once. The default is 1. A weight that is
@@ -195,6 +200,11 @@ func buildAcquire(def time.Duration, opts []AcquireOption) (acquireConfig, error
 	}
 	if a.ttl < minLeaseTTL {
 		return a, invalid("lease TTL %v is below the minimum %v", a.ttl, minLeaseTTL)
+	}
+	if a.noteSet {
+		if why := checkText(a.note, MaxNoteLen); why != "" {
+			return a, invalid("note: %s", why)
+		}
 	}
 	return a, nil
 }

@@ -42,6 +42,13 @@
 //   - core.Reentrant over the backend nests an Acquire whose ctx holds a
 //     permit of the wrapper without waiting, and only the outermost
 //     Release frees the permit;
+//   - Inspect lists every holder (ID, weight, token, note, an owner) and
+//     every waiter (position, weight, note, owner) in queue order, at most
+//     its limit of each with a count of those left out, and refuses a
+//     limit of 0; notes longer than core.MaxNoteLen or with a control
+//     character fail with core.ErrInvalidArgument, and notes made of the
+//     characters that storage formats use as delimiters come back as
+//     given and change nothing else;
 //   - after each test, Stats shows no permit held and no caller waiting.
 //
 // The suite observes the queue through Stats, so Stats must count the
@@ -65,6 +72,7 @@ import (
 // Sem is what the suite needs of a backend.
 type Sem interface {
 	core.Semaphore
+	core.Inspector
 	Stats(context.Context) (core.Stats, error)
 	SetLimit(context.Context, int64) error
 	Close() error
@@ -79,6 +87,10 @@ type Backend struct {
 	// every other semaphore New returned. It closes it at t's cleanup, and
 	// fails t if the backend cannot be reached.
 	New func(t *testing.T, limit int64) Sem
+	// Shares marks a backend whose holders are per-process shares of the
+	// limit (core/redissem's leased mode): Inspect lists one holder per
+	// process, so the suite checks only the totals and the waiters.
+	Shares bool
 }
 
 // Run runs every test of the suite against b, each as a subtest of t, one
@@ -98,6 +110,8 @@ func Run(t *testing.T, b Backend) {
 		{"CloseFailsWaiters", testCloseFailsWaiters},
 		{"Hammer", testHammer},
 		{"Reentrant", testReentrant},
+		{"Inspect", testInspect},
+		{"InspectHostileNotes", testInspectHostileNotes},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.f(t, b) })
 	}
@@ -195,3 +209,6 @@ func (s oneKey) TryAcquire(ctx context.Context, o ...core.AcquireOption) (*core.
 func (s oneKey) Stats(ctx context.Context) (core.Stats, error) { return s.k.Stats(ctx, s.key) }
 func (s oneKey) SetLimit(ctx context.Context, n int64) error   { return s.k.SetLimit(ctx, s.key, n) }
 func (s oneKey) Close() error                                  { return s.k.Close() }
+func (s oneKey) Inspect(ctx context.Context, limit int) (core.Snapshot, error) {
+	return s.k.Inspect(ctx, s.key, limit)
+}
