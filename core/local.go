@@ -112,7 +112,7 @@ func (s *Local) acquire(ctx context.Context, try bool, opts []AcquireOption) (*P
 			p := &Permit{permitExt: &s.plain, weight: n, token: s.tokBase.Load() + seq + 1}
 			s.held.add(p, note)
 			if o := s.cfg.observer; o != nil {
-				o.Observe(Event{Kind: EventAcquired, Name: s.name, Weight: n})
+				o.Observe(Event{Kind: EventAcquired, Name: s.name, Weight: n, Ctx: ctx})
 			}
 			return p, nil
 		}
@@ -139,7 +139,7 @@ func (s *Local) acquireSlow(ctx context.Context, done <-chan struct{}, try bool,
 		s.thaw()
 		s.mu.Unlock()
 		if o := s.cfg.observer; o != nil {
-			o.Observe(Event{Kind: EventAcquired, Name: s.name, Weight: n})
+			o.Observe(Event{Kind: EventAcquired, Name: s.name, Weight: n, Ctx: ctx})
 		}
 		p := &Permit{permitExt: &s.plain, weight: n, token: tok}
 		s.held.add(p, note)
@@ -156,7 +156,7 @@ func (s *Local) acquireSlow(ctx context.Context, done <-chan struct{}, try bool,
 	return s.wait(ctx, done, w)
 }
 
-func (s *Local) release(_ context.Context, p *Permit) error {
+func (s *Local) release(ctx context.Context, p *Permit) error {
 	n := p.weight
 	s.held.remove(p)
 	for {
@@ -177,7 +177,7 @@ func (s *Local) release(_ context.Context, p *Permit) error {
 		}
 	}
 	if o := s.cfg.observer; o != nil {
-		o.Observe(Event{Kind: EventReleased, Name: s.name, Weight: n})
+		o.Observe(Event{Kind: EventReleased, Name: s.name, Weight: n, Ctx: ctx})
 	}
 	return nil
 }

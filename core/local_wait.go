@@ -75,7 +75,7 @@ func (s *Local) wait(ctx context.Context, done <-chan struct{}, w *localWaiter) 
 	var start time.Time
 	if o != nil {
 		start = time.Now()
-		o.Observe(Event{Kind: EventWait, Name: s.name, Weight: n})
+		o.Observe(Event{Kind: EventWait, Name: s.name, Weight: n, Ctx: ctx})
 	}
 	var err error
 	if done == nil { // a ctx that never ends: no select needed
@@ -86,13 +86,13 @@ func (s *Local) wait(ctx context.Context, done <-chan struct{}, w *localWaiter) 
 	}
 	if err != nil {
 		if o != nil {
-			o.Observe(Event{Kind: EventAbandoned, Name: s.name, Weight: n, Wait: time.Since(start), Err: err})
+			o.Observe(Event{Kind: EventAbandoned, Name: s.name, Weight: n, Wait: time.Since(start), Err: err, Ctx: ctx})
 		}
 		return nil, err
 	}
 	s.held.add(&w.p, w.note)
 	if o != nil {
-		o.Observe(Event{Kind: EventAcquired, Name: s.name, Weight: n, Wait: time.Since(start)})
+		o.Observe(Event{Kind: EventAcquired, Name: s.name, Weight: n, Wait: time.Since(start), Ctx: ctx})
 	}
 	return &w.p, nil
 }

@@ -1,6 +1,9 @@
 package core
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // EventKind tells what an Event reports.
 type EventKind int
@@ -46,6 +49,22 @@ type Event struct {
 	Weight int64
 	Wait   time.Duration
 	Err    error
+	// Ctx is the ctx of the call that caused the event (Acquire,
+	// TryAcquire, Release), so that an observer can join the caller's
+	// trace. An event that comes later, in the background, carries the
+	// values of the call that acquired the permit without its cancellation
+	// (context.WithoutCancel): EventLost. It is nil for an event that no
+	// call caused, such as the backend error of a failed renewal; Context
+	// never returns nil.
+	Ctx context.Context
+}
+
+// Context returns e.Ctx, or context.Background() if it is nil.
+func (e Event) Context() context.Context {
+	if e.Ctx == nil {
+		return context.Background()
+	}
+	return e.Ctx
 }
 
 // Observer receives events from a semaphore. Implementations must be safe

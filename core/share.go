@@ -106,3 +106,9 @@ func (l *Share) RaiseTokens(base int64) {
 	s.thaw()
 	s.mu.Unlock()
 }
+
+// Inspect is Local.Inspect of the callers of this process: the holders of
+// permits of the share and the callers queued for them.
+func (l *Share) Inspect(ctx context.Context, limit int) (Snapshot, error) {
+	return l.loc.Inspect(ctx, limit)
+}

@@ -27,16 +27,16 @@ func (s *Semaphore) acquire(ctx context.Context, try bool, opts []core.AcquireOp
 	}
 	var p *core.Permit
 	if sn := s.last.Load(); try || sn == nil || len(sn.queue) == 0 && sn.used+a.Weight <= sn.st.Limit {
-		p, err = s.tryGrant(ctx, a.Weight, try)
+		p, err = s.tryGrant(ctx, a.Weight, a.Note, try)
 	} // else the last snapshot says queue: do so without reading first
 	switch {
 	case err == nil && p != nil:
-		s.observe(core.Event{Kind: core.EventAcquired, Name: s.name, Weight: a.Weight})
+		s.observe(core.Event{Kind: core.EventAcquired, Name: s.name, Weight: a.Weight, Ctx: ctx})
 		return p, nil
 	case err == nil && try:
 		return nil, fmt.Errorf("%w: %q", core.ErrNoPermit, s.name)
 	case err == nil:
-		p, err = s.wait(ctx, a.Weight)
+		p, err = s.wait(ctx, a.Weight, a.Note)
 	}
 	if errors.Is(err, core.ErrUnavailable) {
 		return s.failed(ctx, s.report(err), try, opts, a.Weight)
@@ -65,7 +65,7 @@ func (s *Semaphore) errorOf(ctx, caller context.Context, op string, err error) e
 // arrive together on a free semaphore then queue, where the order is
 // decided without conflicts, instead of racing on .lock until it is full
 // (measured: 35 at once made about 180 failed transactions).
-func (s *Semaphore) tryGrant(ctx context.Context, w int64, try bool) (*core.Permit, error) {
+func (s *Semaphore) tryGrant(ctx context.Context, w int64, note string, try bool) (*core.Permit, error) {
 	for {
 		sn, err := s.read(ctx, 0)
 		if err != nil {
@@ -83,11 +83,12 @@ func (s *Semaphore) tryGrant(ctx context.Context, w int64, try bool) (*core.Perm
 		}
 		id := s.newID()
 		key := s.prefix + id
+		now := time.Now()
 		st := sn.st
 		st.Holders = append(slices.Clip(st.Holders), holderEntry{ID: id, W: w})
 		ok, resp, err := s.commit(ctx, sn.lockOp(s.lockKey, st, true),
 			&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVLock, Key: key, Session: sid,
-				Value: mustJSON(contender{W: w, At: time.Now().UnixMicro()})}})
+				Value: mustJSON(contender{W: w, At: now.UnixMicro(), Owner: s.cfg.Owner, Note: note})}})
 		switch {
 		case errors.Is(err, errSession):
 			s.sess.invalidate(sid)
@@ -97,7 +98,7 @@ func (s *Semaphore) tryGrant(ctx context.Context, w int64, try bool) (*core.Perm
 			return nil, s.errorOf(ctx, ctx, "acquire", err)
 		case ok:
 			s.last.Store(sn.afterGrant(s.lockKey, st, key, sid, resp))
-			return s.granted(id, w, sid, indexOf(resp, key), time.Now()), nil
+			return s.granted(ctx, id, w, sid, indexOf(resp, key), now), nil
 		case !try:
 			return nil, nil
 		}
@@ -120,7 +121,7 @@ func indexOf(resp *api.TxnResponse, key string) uint64 {
 
 // wait queues a contender key and waits for its grant. A waiter whose key
 // vanished (its session was lost while it waited) queues again at the back.
-func (s *Semaphore) wait(caller context.Context, w int64) (p *core.Permit, err error) {
+func (s *Semaphore) wait(caller context.Context, w int64, note string) (p *core.Permit, err error) {
 	ctx, done, err := s.sess.addWaiter(caller)
 	if err != nil {
 		return nil, err
@@ -129,7 +130,7 @@ func (s *Semaphore) wait(caller context.Context, w int64) (p *core.Permit, err e
 	var start time.Time
 	defer func() {
 		if err != nil && !start.IsZero() {
-			s.observe(core.Event{Kind: core.EventAbandoned, Name: s.name, Weight: w, Wait: time.Since(start), Err: err})
+			s.observe(core.Event{Kind: core.EventAbandoned, Name: s.name, Weight: w, Wait: time.Since(start), Err: err, Ctx: caller})
 		}
 	}()
 	for {
@@ -138,7 +139,7 @@ func (s *Semaphore) wait(caller context.Context, w int64) (p *core.Permit, err e
 			return nil, s.errorOf(ctx, caller, "create session", err)
 		}
 		id := s.newID()
-		sn, err := s.enqueue(ctx, id, w, sid)
+		sn, err := s.enqueue(ctx, id, w, note, sid)
 		if errors.Is(err, errSession) {
 			s.sess.invalidate(sid)
 			continue
@@ -149,7 +150,7 @@ func (s *Semaphore) wait(caller context.Context, w int64) (p *core.Permit, err e
 		}
 		if start.IsZero() {
 			start = time.Now()
-			s.observe(core.Event{Kind: core.EventWait, Name: s.name, Weight: w})
+			s.observe(core.Event{Kind: core.EventWait, Name: s.name, Weight: w, Ctx: caller})
 		}
 		p, err := s.await(ctx, sn, id, w, sid)
 		if err != nil {
@@ -167,7 +168,7 @@ func (s *Semaphore) wait(caller context.Context, w int64) (p *core.Permit, err e
 			_ = p.ReleaseDetached(ctx, s.sess.ttl)
 			return nil, s.errorOf(ctx, caller, "wait", ctx.Err())
 		}
-		s.observe(core.Event{Kind: core.EventAcquired, Name: s.name, Weight: w, Wait: time.Since(start)})
+		s.observe(core.Event{Kind: core.EventAcquired, Name: s.name, Weight: w, Wait: time.Since(start), Ctx: caller})
 		return p, nil
 	}
 }
@@ -196,7 +197,7 @@ func (s *Semaphore) await(ctx context.Context, sn *snapshot, id string, w int64,
 		case me == nil:
 			return nil, nil
 		case sn.holds(id): // handed over by a release
-			return s.granted(id, w, sid, me.ModifyIndex, grantedAt(me)), nil
+			return s.granted(ctx, id, w, sid, me.ModifyIndex, grantedAt(me)), nil
 		}
 		if pos := sn.position(key); pos > 0 {
 			pred := sn.queue[pos-1]
@@ -226,7 +227,7 @@ func (s *Semaphore) await(ctx context.Context, sn *snapshot, id string, w int64,
 			}
 			if ok {
 				s.last.Store(sn.afterGrant(s.lockKey, st, key, sid, resp))
-				return s.granted(id, w, sid, indexOf(resp, key), now), nil
+				return s.granted(ctx, id, w, sid, indexOf(resp, key), now), nil
 			}
 			sn, err = s.read(ctx, 0) // a concurrent write: look again
 			continue
@@ -238,9 +239,9 @@ func (s *Semaphore) await(ctx context.Context, sn *snapshot, id string, w int64,
 // enqueue creates contender id's key, locked by session sid, and reads
 // the prefix in the same transaction: the snapshot it returns includes the
 // new key.
-func (s *Semaphore) enqueue(ctx context.Context, id string, w int64, sid string) (*snapshot, error) {
+func (s *Semaphore) enqueue(ctx context.Context, id string, w int64, note, sid string) (*snapshot, error) {
 	ok, resp, err := s.commit(ctx,
-		&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVLock, Key: s.prefix + id, Session: sid, Value: mustJSON(contender{W: w})}},
+		&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVLock, Key: s.prefix + id, Session: sid, Value: mustJSON(contender{W: w, Q: time.Now().UnixMicro(), Owner: s.cfg.Owner, Note: note})}},
 		&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVGetTree, Key: s.prefix}})
 	if err != nil {
 		return nil, err
@@ -252,9 +253,9 @@ func (s *Semaphore) enqueue(ctx context.Context, id string, w int64, sid string)
 }
 
 // granted makes the permit of holder id and tracks it for renewal.
-func (s *Semaphore) granted(id string, w int64, sid string, token uint64, at time.Time) *core.Permit {
-	h := &holder{s: s, id: id, sid: sid, weight: w, lost: make(chan struct{})}
-	p := core.NewPermit(h, core.Grant{Weight: w, Token: int64(token), GrantedAt: at, Lost: h.lost})
+func (s *Semaphore) granted(ctx context.Context, id string, w int64, sid string, token uint64, at time.Time) *core.Permit {
+	h := &holder{s: s, id: id, sid: sid, weight: w, lost: make(chan struct{}), ctx: ctx}
+	p := core.NewPermit(h, core.Grant{Weight: w, Token: int64(token), GrantedAt: at, Lost: h.lost, ID: id})
 	s.sess.hold(h)
 	return p
 }
@@ -295,5 +296,5 @@ func (s *Semaphore) grantBehind(ctx context.Context, p, me *api.KVPair, w int64,
 	if err != nil || !ok {
 		return nil, err
 	}
-	return s.granted(id, w, sid, indexOf(resp, me.Key), now), nil
+	return s.granted(ctx, id, w, sid, indexOf(resp, me.Key), now), nil
 }

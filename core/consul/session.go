@@ -144,7 +144,7 @@ func (m *sessions) invalidate(id string) {
 	}
 	m.mu.Unlock()
 	for _, h := range lost {
-		m.s.observe(core.Event{Kind: core.EventLost, Name: m.s.name, Weight: h.weight, Err: core.ErrNotHeld})
+		m.s.observe(core.Event{Kind: core.EventLost, Name: m.s.name, Weight: h.weight, Err: core.ErrNotHeld, Ctx: h.lostCtx()})
 	}
 }
 
@@ -204,7 +204,7 @@ func (m *sessions) close() {
 	id, stop := m.id, m.stopLoop
 	m.mu.Unlock()
 	for _, h := range lost {
-		m.s.observe(core.Event{Kind: core.EventLost, Name: m.s.name, Weight: h.weight, Err: core.ErrClosed})
+		m.s.observe(core.Event{Kind: core.EventLost, Name: m.s.name, Weight: h.weight, Err: core.ErrClosed, Ctx: h.lostCtx()})
 	}
 	if stop != nil {
 		stop()
@@ -231,7 +231,12 @@ type holder struct {
 	sid    string // the session that locks its key
 	weight int64
 	lost   chan struct{}
+	ctx    context.Context // the acquiring call's, for EventLost (lostCtx)
 }
+
+// lostCtx is the ctx of h's EventLost: the acquiring call's values
+// without its cancellation.
+func (h *holder) lostCtx() context.Context { return context.WithoutCancel(h.ctx) }
 
 // ReleasePermit implements core.Releaser: it removes the holder from .lock,
 // deletes its key and hands the capacity to the head of the queue in one
@@ -249,7 +254,7 @@ func (h *holder) ReleasePermit(ctx context.Context, _ *core.Permit) error {
 	if err != nil {
 		return s.report(unavailable("release", s.name, err))
 	}
-	s.observe(core.Event{Kind: core.EventReleased, Name: s.name, Weight: h.weight})
+	s.observe(core.Event{Kind: core.EventReleased, Name: s.name, Weight: h.weight, Ctx: ctx})
 	if !held {
 		return fmt.Errorf("%w: %q: the session of the permit ended", core.ErrNotHeld, s.name)
 	}

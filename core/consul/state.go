@@ -34,6 +34,12 @@ type contender struct {
 	W    int64      `json:"w"`
 	At   int64      `json:"at,omitempty"`
 	Lock *lockState `json:"lock,omitempty"`
+	// For Inspect only: when it queued (µs, clock of the writer; 0 if it
+	// was granted at once), its process's WithOwner and its WithNote.
+	// JSON keeps any note apart from the other fields.
+	Q     int64  `json:"q,omitempty"`
+	Owner string `json:"owner,omitempty"`
+	Note  string `json:"note,omitempty"`
 }
 
 // snapshot is one consistent read of a semaphore's prefix.
@@ -150,8 +156,10 @@ func (sn *snapshot) lockOp(key string, st lockState, queued bool) *api.TxnOp {
 // not change since the snapshot (it is still queued and alive). st is what
 // the same transaction stores in .lock.
 func grantOp(p *api.KVPair, w int64, now time.Time, st lockState) *api.TxnOp {
-	return &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: p.Key, Index: p.ModifyIndex,
-		Value: mustJSON(contender{W: w, At: now.UnixMicro(), Lock: &st})}}
+	var c contender // as queued: its owner, note and queue time stay
+	_ = json.Unmarshal(p.Value, &c)
+	c.W, c.At, c.Lock = w, now.UnixMicro(), &st
+	return &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: p.Key, Index: p.ModifyIndex, Value: mustJSON(c)}}
 }
 
 // handOff adds to ops the grant of the queue's head if it fits in st (which

@@ -179,7 +179,7 @@ func TestKeyedConformance(t *testing.T) {
 				k := newKeyed(t, limit)
 				t.Cleanup(func() { _ = k.Close() })
 				return semtest.OneKey(k, "GET /reports")
-			}})
+			}, Shares: name == "leased-redis"})
 		})
 	}
 }

@@ -133,7 +133,10 @@ func (d *diffRun) step(step int) {
 		if d.rnd.IntN(10) == 0 {
 			deadline = d.now + d.rnd.Int64N(2000) - 1000
 		}
-		args = []any{d.limit, d.chans[d.rnd.IntN(len(d.chans))], id, w, ttl, try, deadline, d.flag(10)}
+		// The meta (owner and note, inspect.lua's) of most callers, as
+		// WithOwner's default gives; none for some, and a hostile note.
+		meta := []string{"7:host:42", "", "7:host:42:|,#'h1:2:3"}[d.rnd.IntN(3)]
+		args = []any{d.limit, d.chans[d.rnd.IntN(len(d.chans))], id, w, ttl, try, deadline, d.flag(10), meta}
 	} else {
 		op = "release"
 		id := d.pickID(5)

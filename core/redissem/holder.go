@@ -21,6 +21,17 @@ type holder struct {
 	grantUS int64         // Redis TIME of the grant, microseconds
 	queueUS int64         // Redis TIME at which the request queued; 0 if it did not
 	lost    chan struct{} // closed when the lease could not be kept
+	// ctx is the acquiring call's, whose values (not its cancellation:
+	// lostCtx) EventLost carries; nil for an adopted permit.
+	ctx context.Context
+}
+
+// lostCtx is the ctx of h's EventLost.
+func lostCtx(ctx context.Context) context.Context {
+	if ctx == nil {
+		return nil
+	}
+	return context.WithoutCancel(ctx)
 }
 
 // newHolder returns the holder of a grant and the permit made around it.
@@ -51,11 +62,12 @@ type acquireSpec struct {
 	ttl    time.Duration
 	ttlSet bool   // core.WithLeaseTTL was given
 	queued func() // called when the waiter has queued in Redis (Quorum)
+	note   string // core.WithNote
 }
 
 func buildAcquire(def time.Duration, opts []core.AcquireOption) (acquireSpec, error) {
 	a, err := core.ResolveAcquire(def, opts...)
-	return acquireSpec{weight: a.Weight, ttl: a.LeaseTTL, ttlSet: a.LeaseTTLGiven}, err
+	return acquireSpec{weight: a.Weight, ttl: a.LeaseTTL, ttlSet: a.LeaseTTLGiven, note: a.Note}, err
 }
 
 // fallbackPermit wraps a permit of the fail-local policy's Local: token 0,

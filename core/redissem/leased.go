@@ -45,7 +45,7 @@ var errShareOutage = errors.New("backend unreachable and no valid share")
 func newLeased(s *Semaphore) *leased {
 	tag := s.keys[0][:len(s.keys[0])-1] // prefix{name}:
 	return &leased{s: s, pid: s.b.newID(), keys: []string{tag + "ls"},
-		loc:  core.NewShare(s.label, s.limit, core.WithObserver(s.b.cfg.observer)),
+		loc:  core.NewShare(s.label, s.limit, core.WithObserver(s.b.cfg.observer), core.WithOwner(s.b.cfg.owner)),
 		wake: make(chan struct{}, 1), held: make(map[*leasedPermit]bool),
 		waiting: make(map[*waitCancel]struct{}), beatDone: make(chan struct{})}
 }
@@ -199,7 +199,7 @@ func (l *leased) end(weight int64) {
 
 // hold wraps the local permit in (fresh: its demand is not counted yet).
 func (l *leased) hold(ctx context.Context, inner *core.Permit, fresh bool) (*core.Permit, error) {
-	p := &leasedPermit{l: l, inner: inner, weight: inner.Weight(), lost: make(chan struct{})}
+	p := &leasedPermit{l: l, inner: inner, weight: inner.Weight(), lost: make(chan struct{}), ctx: ctx}
 	p.p = core.NewPermit(p, core.Grant{Weight: p.weight, Token: inner.Token(), Lost: p.lost})
 	l.mu.Lock()
 	if l.closed {
@@ -226,6 +226,7 @@ type leasedPermit struct {
 	inner  *core.Permit // the share's own permit
 	weight int64
 	lost   chan struct{}
+	ctx    context.Context // the acquiring call's, for EventLost (lostCtx)
 }
 
 func (p *leasedPermit) ReleasePermit(ctx context.Context, _ *core.Permit) error {

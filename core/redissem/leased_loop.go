@@ -181,7 +181,7 @@ func (l *leased) loseAll() {
 	}
 	l.mu.Unlock()
 	for _, p := range lost {
-		l.s.b.cfg.observe(core.Event{Kind: core.EventLost, Name: l.s.label, Weight: p.weight})
+		l.s.b.cfg.observe(core.Event{Kind: core.EventLost, Name: l.s.label, Weight: p.weight, Ctx: lostCtx(p.ctx)})
 	}
 }
 

@@ -50,7 +50,7 @@ func (l *leased) runWithin(ctx context.Context, d time.Duration, op string, a sh
 	sent := time.Now()
 	octx, cancel := context.WithTimeout(ctx, bound)
 	v, err := b.callScript(ctx, octx, scriptShare, scriptCmd(scriptShare, l.keys, l.s.limit, l.pid, op, a.demand, a.keep, a.inUse,
-		b.cfg.leaseTTL.Milliseconds(), a.newLimit, shareRotation.Milliseconds(), a.waiting, a.need))
+		b.cfg.leaseTTL.Milliseconds(), a.newLimit, shareRotation.Milliseconds(), a.waiting, a.need, b.cfg.owner))
 	cancel()
 	recv := time.Now()
 	b.brk.record(classify(ctx, err, recv.Sub(sent), b.cfg.fault.opTimeout), recv)
@@ -79,16 +79,23 @@ func (l *leased) stats(ctx context.Context) (core.Stats, error) {
 	if err != nil {
 		return core.Stats{}, unavailable("stats", l.s.name, err)
 	}
+	inUse, waiting := l.localTotals()
+	return core.Stats{Limit: r.limit, InUse: r.inUse - r.myInUse + inUse, Waiting: r.waiting - r.myWaiting + waiting}, nil
+}
+
+// localTotals returns the permits in use in this process (but those lost,
+// no longer counted, as in the default mode) and the callers queued here.
+func (l *leased) localTotals() (inUse, waiting int64) {
 	ls := l.loc.State()
-	inUse, waiting := ls.InUse, ls.WaitN
+	inUse, waiting = ls.InUse, ls.WaitN
 	l.mu.Lock()
 	for p, lost := range l.held {
 		if lost {
-			inUse -= p.weight // no longer counted, as in the default mode
+			inUse -= p.weight
 		}
 	}
 	l.mu.Unlock()
-	return core.Stats{Limit: r.limit, InUse: r.inUse - r.myInUse + inUse, Waiting: r.waiting - r.myWaiting + waiting}, nil
+	return inUse, waiting
 }
 
 // setLimit stores limit in Redis for every process and applies it here.

@@ -2,6 +2,7 @@ package redissem
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/distsem/distsem/core"
@@ -26,6 +27,8 @@ type config struct {
 	policy   core.FailurePolicy
 	onError  func(error)
 	keyed    bool // WithLimits or WithMaxIdleKeys was given
+	owner    string
+	meta     string // '<#owner>:<owner>', or "" without an owner: acquire.lua's meta before any note
 
 	fault        faultConfig   // options_fault.go
 	quorumDrift  time.Duration // WithClockDrift; 0: by lease (clockDrift)
@@ -71,6 +74,10 @@ func buildConfig(ctor string, t takes, opts []Option) config {
 	}
 	bc := core.ResolveOptions(c.shared...)
 	c.prefix, c.leaseTTL, c.observer, c.policy, c.onError, c.keyed = bc.KeyPrefix, bc.LeaseTTL, bc.Observer, bc.Policy, bc.OnError, bc.Keyed
+	c.owner = bc.Owner
+	if c.owner != "" {
+		c.meta = strconv.Itoa(len(c.owner)) + ":" + c.owner
+	}
 	if c.keyed && t&takesKeyed == 0 {
 		panic(fmt.Sprintf("redissem: %s does not take WithLimits or WithMaxIdleKeys: they configure NewKeyed", ctor))
 	}
@@ -164,3 +171,7 @@ func WithLimits(limits map[string]int64) Option { return shared(core.WithLimits(
 // keeps in memory; see core.WithMaxIdleKeys. The default is 4096. Only
 // NewKeyed and NewLeasedKeyed take it.
 func WithMaxIdleKeys(n int) Option { return shared(core.WithMaxIdleKeys(n)) }
+
+// WithOwner names this process in what Inspect lists; see core.WithOwner.
+// The default is core.DefaultOwner(): the host name and process id.
+func WithOwner(owner string) Option { return shared(core.WithOwner(owner)) }

@@ -17,6 +17,7 @@ type quorumHold struct {
 	q    *Quorum
 	need int // masters that must grant, fixed when granted
 	a    acquireSpec
+	ctx  context.Context      // the acquiring call's, for EventLost (lostCtx)
 	opts []core.AcquireOption // for the masters: the weight and lease TTL
 	try  bool
 	stop context.CancelFunc // ends the masters' requests
@@ -62,7 +63,7 @@ func (q *Quorum) acquire(ctx context.Context, try bool, opts []core.AcquireOptio
 	}
 	n := len(q.nodes)
 	wctx, stop := context.WithCancel(ctx)
-	h := &quorumHold{q: q, a: a, try: try, stop: stop,
+	h := &quorumHold{q: q, a: a, try: try, stop: stop, ctx: ctx,
 		opts: []core.AcquireOption{core.WithWeight(a.weight), core.WithLeaseTTL(a.ttl)},
 		perm: make([]*holder, n), errs: make([]error, n), started: make([]time.Time, n),
 		running: make([]bool, n), queued: make([]bool, n), cancel: make([]context.CancelFunc, n),
@@ -103,7 +104,7 @@ func (q *Quorum) acquire(ctx context.Context, try bool, opts []core.AcquireOptio
 	// ctx case below does for any.
 	abandoned := func(err error) {
 		if waited {
-			q.cfg.observe(core.Event{Kind: core.EventAbandoned, Name: q.name, Weight: a.weight, Wait: time.Since(start), Err: err})
+			q.cfg.observe(core.Event{Kind: core.EventAbandoned, Name: q.name, Weight: a.weight, Wait: time.Since(start), Err: err, Ctx: ctx})
 		}
 	}
 	rounds := 0 // rounds whose grants had to be given back
@@ -115,7 +116,7 @@ func (q *Quorum) acquire(ctx context.Context, try bool, opts []core.AcquireOptio
 		case <-ctx.Done():
 			h.rollbackBackground(ctx)
 			err := ctxError(ctx, q.name)
-			q.cfg.observe(core.Event{Kind: core.EventAbandoned, Name: q.name, Weight: a.weight, Wait: time.Since(start), Err: err})
+			q.cfg.observe(core.Event{Kind: core.EventAbandoned, Name: q.name, Weight: a.weight, Wait: time.Since(start), Err: err, Ctx: ctx})
 			return nil, err
 		case <-q.stop:
 			h.rollbackBackground(ctx)
@@ -162,7 +163,7 @@ func (q *Quorum) acquire(ctx context.Context, try bool, opts []core.AcquireOptio
 		}
 		if !waited && queued {
 			waited = true
-			q.cfg.observe(core.Event{Kind: core.EventWait, Name: q.name, Weight: a.weight})
+			q.cfg.observe(core.Event{Kind: core.EventWait, Name: q.name, Weight: a.weight, Ctx: ctx})
 		}
 	}
 }

@@ -84,7 +84,7 @@ func (h *quorumHold) finish(ctx context.Context, start time.Time, need int) (*co
 		}
 	}
 	h.mu.Unlock()
-	q.cfg.observe(core.Event{Kind: core.EventAcquired, Name: q.name, Weight: h.a.weight, Wait: time.Since(start)})
+	q.cfg.observe(core.Event{Kind: core.EventAcquired, Name: q.name, Weight: h.a.weight, Wait: time.Since(start), Ctx: ctx})
 	return p, nil
 }
 

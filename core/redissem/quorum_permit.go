@@ -27,7 +27,7 @@ func (h *quorumHold) watch(p *holder) {
 		}
 		h.mu.Unlock()
 		if gone {
-			h.q.cfg.observe(core.Event{Kind: core.EventLost, Name: h.q.name, Weight: h.a.weight})
+			h.q.cfg.observe(core.Event{Kind: core.EventLost, Name: h.q.name, Weight: h.a.weight, Ctx: lostCtx(h.ctx)})
 		}
 	})
 }
@@ -54,7 +54,7 @@ func (h *quorumHold) ReleasePermit(ctx context.Context, _ *core.Permit) error {
 	perms := h.takeAll()
 	h.mu.Unlock()
 	held, errs := releaseAll(ctx, perms)
-	h.q.cfg.observe(core.Event{Kind: core.EventReleased, Name: h.q.name, Weight: h.a.weight})
+	h.q.cfg.observe(core.Event{Kind: core.EventReleased, Name: h.q.name, Weight: h.a.weight, Ctx: ctx})
 	if held >= h.need {
 		return nil
 	}

@@ -74,7 +74,7 @@ func (s *Semaphore) wait(ctx context.Context, a acquireSpec) (h *holder, err err
 	var queueUS int64
 	defer func() {
 		if err != nil && !start.IsZero() {
-			s.b.cfg.observe(core.Event{Kind: core.EventAbandoned, Name: s.label, Weight: a.weight, Wait: time.Since(start), Err: err})
+			s.b.cfg.observe(core.Event{Kind: core.EventAbandoned, Name: s.label, Weight: a.weight, Wait: time.Since(start), Err: err, Ctx: ctx})
 		}
 	}()
 	for {
@@ -98,7 +98,7 @@ func (s *Semaphore) wait(ctx context.Context, a acquireSpec) (h *holder, err err
 		queueUS = r.nowUS
 		if start.IsZero() {
 			start = time.Now()
-			s.b.cfg.observe(core.Event{Kind: core.EventWait, Name: s.label, Weight: a.weight})
+			s.b.cfg.observe(core.Event{Kind: core.EventWait, Name: s.label, Weight: a.weight, Ctx: ctx})
 		}
 
 		var n grantNote
@@ -166,7 +166,7 @@ func (s *Semaphore) runAcquire(ctx context.Context, id string, a acquireSpec, tr
 	}
 	for attempt := 0; ; attempt++ {
 		deadline := s.serverDeadline(ctx, attempt > 0)
-		r, err := s.run(ctx, scriptAcquire, s.limit, id, a.weight, s.b.leaseArg(a.ttl), tryArg, deadline, s.probe(try))
+		r, err := s.run(ctx, scriptAcquire, s.limit, id, a.weight, s.b.leaseArg(a.ttl), tryArg, deadline, s.probe(try), s.b.cfg.metaArg(a.note))
 		if err != nil || r.deaf {
 			s.probeAt.Store(0) // the next one probes again
 		}
@@ -238,11 +238,12 @@ func since(t time.Time) time.Duration {
 // Close it gives the permit back instead and returns ErrClosed.
 func (s *Semaphore) granted(ctx context.Context, id string, a acquireSpec, token, grantUS int64, waited time.Duration) (*holder, error) {
 	h := s.newHolder(id, a.weight, token, a.ttl, grantUS)
+	h.ctx = ctx
 	if !s.b.hold(s, h) {
 		s.leave(ctx, id, a.ttl)
 		return nil, core.ErrClosed
 	}
-	s.b.cfg.observe(core.Event{Kind: core.EventAcquired, Name: s.label, Weight: a.weight, Wait: waited})
+	s.b.cfg.observe(core.Event{Kind: core.EventAcquired, Name: s.label, Weight: a.weight, Wait: waited, Ctx: ctx})
 	return h, nil
 }
 
@@ -356,7 +357,7 @@ func (s *Semaphore) release(ctx context.Context, p *holder) error {
 		s.b.report(s.label, err)
 		return err
 	}
-	s.b.cfg.observe(core.Event{Kind: core.EventReleased, Name: s.label, Weight: p.weight})
+	s.b.cfg.observe(core.Event{Kind: core.EventReleased, Name: s.label, Weight: p.weight, Ctx: ctx})
 	if code != codeGranted {
 		return fmt.Errorf("%w: %q token %d", core.ErrNotHeld, s.name, p.token)
 	}

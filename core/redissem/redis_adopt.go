@@ -138,7 +138,7 @@ func (s *Semaphore) adopted(ctx context.Context, nid, info string, ttl time.Dura
 	// was renewed by the script, sent at the earliest at sent.
 	b.track(s, ttl).held[p] = sent.Add(ttl)
 	b.mu.Unlock()
-	b.cfg.observe(core.Event{Kind: core.EventAcquired, Name: s.label, Weight: p.weight})
+	b.cfg.observe(core.Event{Kind: core.EventAcquired, Name: s.label, Weight: p.weight, Ctx: ctx})
 	return p.p, nil
 }
 

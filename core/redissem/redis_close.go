@@ -59,7 +59,7 @@ func (b *redisBackend) close() error {
 	}
 	close(b.stop)
 	for _, p := range lost {
-		b.cfg.observe(core.Event{Kind: core.EventLost, Name: "", Weight: p.weight, Err: core.ErrClosed})
+		b.cfg.observe(core.Event{Kind: core.EventLost, Name: "", Weight: p.weight, Err: core.ErrClosed, Ctx: lostCtx(p.ctx)})
 	}
 	var err error
 	if ps != nil {

@@ -194,7 +194,7 @@ func (b *redisBackend) heartbeatOnce(s *Semaphore, held []*holder, waiting []*re
 		}
 	}
 	for _, p := range gone {
-		b.cfg.observe(core.Event{Kind: core.EventLost, Name: s.label, Weight: p.weight})
+		b.cfg.observe(core.Event{Kind: core.EventLost, Name: s.label, Weight: p.weight, Ctx: lostCtx(p.ctx)})
 	}
 }
 

@@ -50,6 +50,8 @@ var (
 	luaStats string
 	//go:embed lua/rights.lua
 	luaRights string
+	//go:embed lua/inspect.lua
+	luaInspect string
 
 	luaMacros = parseMacros(luaInline)
 
@@ -59,6 +61,7 @@ var (
 	scriptHeartbeat = redis.NewScript(scriptSource("", luaHeartbeat))
 	scriptSetLimit  = redis.NewScript(scriptSource("", luaSetLimit))
 	scriptStats     = redis.NewScript(scriptSource("", luaStats))
+	scriptInspect   = redis.NewScript(inline(luaConst + luaHead + luaInspect)) // read-only: not on the prelude
 )
 
 // scriptSource is a script's text: the constants, the clock, with fast

@@ -48,7 +48,9 @@
 //     limit of 0; notes longer than core.MaxNoteLen or with a control
 //     character fail with core.ErrInvalidArgument, and notes made of the
 //     characters that storage formats use as delimiters come back as
-//     given and change nothing else;
+//     given and change nothing else. A backend whose state no single
+//     snapshot describes may refuse Inspect with an error matching
+//     errors.ErrUnsupported, and no snapshot;
 //   - after each test, Stats shows no permit held and no caller waiting.
 //
 // The suite observes the queue through Stats, so Stats must count the

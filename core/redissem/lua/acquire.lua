@@ -34,12 +34,14 @@ else
   if free and V.used + w > V.limit then F.check(); free = F.grant() end
   if free and V.used + w <= V.limit then
     code, value = 1, F.hold(id, w, ttl)
+    if (ARGV[9] or '') ~= '' then F.put('@' .. id, INT(V.now_us) .. ':' .. ARGV[9]) end
   elseif not try then
     -- Probe first (before any write): with no subscriber of the caller's
     -- channel here, its subscription is on another server (a demoted
     -- master) and the caller must subscribe again.
     if ARGV[8] == '1' and F.listeners(V.mychan) == 0 then deaf = 1 end
     F.queue(id, w, ttl)
+    if (ARGV[9] or '') ~= '' then F.put('@' .. id, INT(V.now_us) .. ':' .. ARGV[9]) end
     -- The hint: ms to the earliest lease end (a lower bound, without
     -- another command: a waiter that reaps early is told again).
     code, value = 2, F.next_expiry()

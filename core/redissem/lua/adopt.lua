@@ -30,6 +30,8 @@ if not s or tonumber(s) <= V.now then
   return {{}, 0, V.limit, F.finish(), V.now_us}
 end
 F.put('#' .. nid, info)
+local meta = F.get('@' .. id) -- the note and owner stay with the permit
+if meta then F.put('@' .. nid, meta) end
 F.tadd(F.lease_end(V.now + ttl), nid)
 F.tombstone(id, 3, tomb) -- the holders' count is unchanged: nid took id's place
 return {{string.sub(info, 2)}, 1, V.limit, F.finish(), V.now_us}

@@ -29,7 +29,7 @@ for i = 0, n - 1 do
     -- too, so that its Release answers "not held".
     if held and not s then
       V.used, V.hn = V.used - F.weight_of(cur), V.hn - 1
-      F.put('#' .. id, false)
+      F.put('#' .. id, false); F.put('@' .. id, false)
     end
   end
 end

@@ -12,6 +12,12 @@
 --          'q<member>'                     a queued waiter (its member of W)
 --          'x<code>'  a tombstone: id was unknown (0), released (1), left
 --                     the queue (2), adopted away (3), released by id (4)
+--        and, only for an id whose acquire gave a meta (ARGV[9] of
+--        acquire.lua: an owner or a note), the field '@'..id:
+--          '<queued_or_granted_us>:<#owner>:<owner><note>'
+--        read by inspect.lua alone; it goes with the id's field, except
+--        that a tombstone keeps it until the tombstone goes (no command
+--        more on the busy path)
 --   2 T  zset: every id of S -> its end (ms, Redis TIME): a holder's lease
 --        end; OFF + a waiter's liveness end or a tombstone's end
 --   3 W  zset: the queue: member '<weight>:<ttl_ms>:<#chan>:<chan><id>'

@@ -74,7 +74,7 @@ function F.derive()
   for m, id in pairs(want) do
     local _, _, ch = F.parse(m)
     redis.call('ZREM', V.T, id)
-    F.put('#' .. id, false)
+    F.put('#' .. id, false); F.put('@' .. id, false)
     if ch then F.note(ch, id, -2) end
   end
   V.used, V.hn, V.qn, V.xn = used, hn, qn, xn
@@ -117,7 +117,7 @@ function F.reap_range(lo, hi)
     elseif k == 'x' then
       V.xn = V.xn - 1
     end
-    F.put('#' .. gone[i], false)
+    F.put('#' .. gone[i], false); F.put('@' .. gone[i], false)
   end
   if #dead > 0 then F.chunked('ZREM', V.W, dead) end
   redis.call('ZREMRANGEBYSCORE', V.T, lo, hi)

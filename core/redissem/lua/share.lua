@@ -5,12 +5,14 @@
 --   1 S  hash: limit, epoch (last share epoch issued), pinned (SetLimit),
 --            and per process 'p:' .. pid ->
 --            "share:demand:inuse:waiting:need:exp:epoch"
+--            and 'o:' .. pid -> the process's owner (WithOwner), if any,
+--            written with the entry and deleted with it (inspect_shares.lua)
 -- ARGV: 1 configured limit, 2 pid, 3 op (beat | leave | stats | setlimit),
 --       4 demand (holders + waiters, in permits), 5 keep (the permits the
 --       process may still have in use: max(local limit, in use)), 6 in use,
 --       7 lease ms, 8 new limit (setlimit), 9 rotation period ms, 10 the
 --       callers queued locally, 11 need: the weight of the local head waiter
---       (0 if none).
+--       (0 if none), 12 the process's owner ('' for none).
 -- Idempotent per pid: a beat stores the process's share as an absolute
 -- value computed from the others', never as an increment, so a retried
 -- copy has the effect of one run. Invariant: the sum of the live shares
@@ -53,6 +55,7 @@ for i = 1, #all, 2 do
       by[e.pid] = e
     else
       dead[#dead + 1] = f -- its lease ended: its share is free again
+      dead[#dead + 1] = 'o:' .. string.sub(f, 3)
     end
   end
 end
@@ -74,13 +77,14 @@ if op == 'beat' then
     code = 2
     epoch = epoch + 1
     redis.call('HSET', S, 'epoch', epoch)
+    if (ARGV[12] or '') ~= '' then redis.call('HSET', S, 'o:' .. pid, ARGV[12]) end
     me = {pid = pid, share = 0, epoch = epoch}
     procs[#procs + 1] = me
     by[pid] = me
   end
   me.demand, me.inuse, me.waiting, me.need, me.exp = demand, inuse, waiting, need, now + ttl
 elseif op == 'leave' and me then
-  redis.call('HDEL', S, 'p:' .. pid)
+  redis.call('HDEL', S, 'p:' .. pid, 'o:' .. pid)
   by[pid] = nil
   for i, e in ipairs(procs) do
     if e == me then table.remove(procs, i) break end
