@@ -67,4 +67,14 @@
 // another key's semaphore or a plain one (see Key.Name). Limits and
 // weights above MaxLimit (2^53 − 1, exact in the Redis scripts' Lua
 // numbers) are refused by every backend.
+//
+// # Inspecting
+//
+// Every semaphore is an Inspector: Inspect(ctx, limit) returns a Snapshot
+// of at most limit holders (ID, weight, token, grant time, lease end,
+// owner, note) and waiters (position, weight, owner, note, wait start),
+// with counts of those left out. WithOwner names the process (default
+// DefaultOwner: host and pid); WithNote gives one Acquire a short note of
+// at most MaxNoteLen bytes, refused with ErrInvalidArgument if longer.
+// Keyed.Inspect inspects one key.
 package core
