@@ -27,9 +27,9 @@ type Inspector interface {
 const MaxInspectLimit = 10000
 
 // Snapshot is what Inspect returns. Each backend documents how consistent
-// it is: the Redis semaphore's is read by one script, at one instant;
-// Local's is read without stopping grants, so a permit granted or
-// released meanwhile may be missing or still listed.
+// it is and what it lists: the Redis semaphore's is read by one script, at
+// one instant; Local's under its lock, and it lists only the holders
+// granted since its first Inspect (see Local.Inspect).
 type Snapshot struct {
 	Limit   int64 // the limit in force
 	InUse   int64 // the sum of the weights of all holders, listed or not

@@ -33,6 +33,11 @@ type Local struct {
 
 	state   atomic.Uint64 // see local_state.go
 	tokBase atomic.Int64  // a grant's token is tokBase + its seq
+	// heavy is the sum of weight − 1 over the permits held, so that the
+	// permits in use less heavy is the number of holders (Inspect). A
+	// weight-1 permit leaves it alone: it costs its grant and release a
+	// compare.
+	heavy atomic.Int64
 
 	mu      sync.Mutex
 	limit   int64
@@ -40,8 +45,10 @@ type Local struct {
 	seq     int64     // while state is frozen: the grants so far
 	waiters waitQueue // non-empty only while state is frozen
 	closed  bool      // state stays frozen once closed
-
-	held localHolders // the permits held, for Inspect (local_inspect.go)
+	// held is nil until the first Inspect, and then records the permits
+	// granted since (local_inspect.go). The state stays frozen from then
+	// on, so that every grant and release takes mu.
+	held localHolders
 
 	plain permitExt // shared by all of s's permits: they have no per-permit state. Its owner is s, or s's keyed entry (NewLocalKeyed)
 }
@@ -82,13 +89,13 @@ func (s *Local) TryAcquire(ctx context.Context, opts ...AcquireOption) (*Permit,
 }
 
 func (s *Local) acquire(ctx context.Context, try bool, opts []AcquireOption) (*Permit, error) {
-	n, note := int64(1), ""
+	n := int64(1)
 	if len(opts) != 0 {
 		a, err := buildAcquire(s.cfg.leaseTTL, opts)
 		if err != nil {
 			return nil, err
 		}
-		n, note = a.weight, a.note
+		n = a.weight
 	}
 	done := ctx.Done()
 	if done != nil {
@@ -109,19 +116,21 @@ func (s *Local) acquire(ctx context.Context, try bool, opts []AcquireOption) (*P
 			break
 		}
 		if s.state.CompareAndSwap(st, packState(free-n, seq+1)) {
+			if n != 1 {
+				s.heavy.Add(n - 1)
+			}
 			p := &Permit{permitExt: &s.plain, weight: n, token: s.tokBase.Load() + seq + 1}
-			s.held.add(p, note)
 			if o := s.cfg.observer; o != nil {
 				o.Observe(Event{Kind: EventAcquired, Name: s.name, Weight: n, Ctx: ctx})
 			}
 			return p, nil
 		}
 	}
-	return s.acquireSlow(ctx, done, try, n, note)
+	return s.acquireSlow(ctx, done, try, n, opts)
 }
 
 // acquireSlow grants under mu, or queues.
-func (s *Local) acquireSlow(ctx context.Context, done <-chan struct{}, try bool, n int64, note string) (*Permit, error) {
+func (s *Local) acquireSlow(ctx context.Context, done <-chan struct{}, try bool, n int64, opts []AcquireOption) (*Permit, error) {
 	s.mu.Lock()
 	switch {
 	case s.closed:
@@ -136,21 +145,26 @@ func (s *Local) acquireSlow(ctx context.Context, done <-chan struct{}, try bool,
 	if s.waiters.n == 0 && s.free >= n {
 		s.free -= n
 		tok := s.nextToken()
+		if n != 1 {
+			s.heavy.Add(n - 1)
+		}
+		s.held.add(n, tok, s.noteOf(opts))
 		s.thaw()
 		s.mu.Unlock()
 		if o := s.cfg.observer; o != nil {
 			o.Observe(Event{Kind: EventAcquired, Name: s.name, Weight: n, Ctx: ctx})
 		}
-		p := &Permit{permitExt: &s.plain, weight: n, token: tok}
-		s.held.add(p, note)
-		return p, nil
+		return &Permit{permitExt: &s.plain, weight: n, token: tok}, nil
 	}
 	if try {
 		s.thaw()
 		s.mu.Unlock()
 		return nil, fmt.Errorf("%w: %q", ErrNoPermit, s.name)
 	}
-	w := &localWaiter{n: n, note: note, since: time.Now(), ready: make(chan struct{})}
+	w := &localWaiter{n: n, ready: make(chan struct{})}
+	if len(opts) != 0 || s.held != nil {
+		w.meta = &localWaitMeta{note: s.noteOf(opts), since: time.Now()}
+	}
 	s.waiters.push(w)
 	s.mu.Unlock()
 	return s.wait(ctx, done, w)
@@ -158,7 +172,9 @@ func (s *Local) acquireSlow(ctx context.Context, done <-chan struct{}, try bool,
 
 func (s *Local) release(ctx context.Context, p *Permit) error {
 	n := p.weight
-	s.held.remove(p)
+	if n != 1 {
+		s.heavy.Add(1 - n)
+	}
 	for {
 		st := s.state.Load()
 		if st&slowBit != 0 {
@@ -168,6 +184,7 @@ func (s *Local) release(ctx context.Context, p *Permit) error {
 				s.mu.Unlock()
 				panic("core: released more than held")
 			}
+			s.held.remove(p.token)
 			s.settle()
 			s.mu.Unlock()
 			break

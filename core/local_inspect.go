@@ -4,36 +4,59 @@ import (
 	"cmp"
 	"context"
 	"slices"
-	"sync"
 	"time"
 )
 
-// localHolders records the permits of a Local that are held, for Inspect:
-// a map by token under a mutex of its own, so that recording a grant never
-// waits for the queue's lock.
-type localHolders struct {
-	mu sync.Mutex
-	m  map[int64]localHeld // by token: unique within a Local
-}
+// localHolders records the permits of a Local granted since its first
+// Inspect and still held, by token (unique within a Local); nil until
+// then, when recording costs nothing. Guarded by Local.mu.
+type localHolders map[int64]localHeld
 
 type localHeld struct {
 	weight int64
 	note   string
 }
 
-func (h *localHolders) add(p *Permit, note string) {
-	h.mu.Lock()
-	if h.m == nil {
-		h.m = make(map[int64]localHeld)
+func (h localHolders) add(weight, token int64, note string) {
+	if h != nil {
+		h[token] = localHeld{weight: weight, note: note}
 	}
-	h.m[p.token] = localHeld{weight: p.weight, note: note}
-	h.mu.Unlock()
 }
 
-func (h *localHolders) remove(p *Permit) {
-	h.mu.Lock()
-	delete(h.m, p.token)
-	h.mu.Unlock()
+func (h localHolders) remove(token int64) { delete(h, token) }
+
+// granted records the grant of w's permit, made under s.mu
+// (notifyWaiters).
+func (s *Local) granted(w *localWaiter) {
+	if w.n != 1 {
+		s.heavy.Add(w.n - 1)
+	}
+	if s.held != nil {
+		note := ""
+		if w.meta != nil {
+			note = w.meta.note
+		}
+		s.held.add(w.n, w.p.token, note)
+	}
+}
+
+// ungrant undoes granted for a grant given back because its waiter's ctx
+// ended. s.mu must be held.
+func (s *Local) ungrant(p *Permit) {
+	if p.weight != 1 {
+		s.heavy.Add(1 - p.weight)
+	}
+	s.held.remove(p.token)
+}
+
+// noteOf returns the note that opts give (WithNote), already checked by
+// the Acquire: only a grant under s.mu needs it.
+func (s *Local) noteOf(opts []AcquireOption) string {
+	if len(opts) == 0 {
+		return ""
+	}
+	a, _ := buildAcquire(s.cfg.leaseTTL, opts)
+	return a.note
 }
 
 var _ Inspector = (*Local)(nil)
@@ -41,32 +64,50 @@ var _ Inspector = (*Local)(nil)
 // Inspect lists the holders, oldest grant first, and the waiters, head
 // first, at most limit of each; see Inspector. Every holder and waiter has
 // the owner of WithOwner; a Local permit has no ID, grant time or lease,
-// and a waiter no ID. The snapshot is taken without stopping grants: a
-// permit granted or released meanwhile may be missing or still listed.
+// and a waiter no ID.
+//
+// A Local tracks its holders only once it is inspected: the first Inspect
+// turns tracking on, for the rest of the Local's life. Holders granted
+// before the first Inspect are not listed, only counted in OmittedHolders
+// (with those beyond limit) until they are released. Waiters are always
+// listed, but one that queued before the first Inspect without a note
+// lists no Since. Until then Acquire and Release cost what they cost
+// without Inspect (with nobody queued, no lock); afterwards every grant
+// and release takes the Local's lock and updates a map, as a
+// mutex-based semaphore does, and each queued Acquire reads the clock.
+// The snapshot is read under that lock, at one instant (but for a permit
+// granted or released during the first Inspect, which may be counted as a
+// holder or not).
 func (s *Local) Inspect(_ context.Context, limit int) (Snapshot, error) {
 	if err := CheckInspectLimit(limit); err != nil {
 		return Snapshot{}, err
 	}
 	snap := Snapshot{At: time.Now()}
 	s.mu.Lock()
-	snap.Limit, snap.InUse, snap.Waiting = s.limit, s.limit-s.freeNow(), int64(s.waiters.n)
+	if s.held == nil {
+		s.freeze() // and never thawed again: every grant takes mu
+		s.held = make(localHolders)
+	}
+	snap.Limit, snap.InUse, snap.Waiting = s.limit, s.limit-s.free, int64(s.waiters.n)
 	for w := s.waiters.head; w != nil && len(snap.Waiters) < limit; w = w.next {
-		snap.Waiters = append(snap.Waiters, Waiter{Position: int64(len(snap.Waiters)), Weight: w.n, Since: w.since, Owner: s.cfg.owner, Note: w.note})
+		v := Waiter{Position: int64(len(snap.Waiters)), Weight: w.n, Owner: s.cfg.owner}
+		if w.meta != nil {
+			v.Since, v.Note = w.meta.since, w.meta.note
+		}
+		snap.Waiters = append(snap.Waiters, v)
+	}
+	holders := snap.InUse - s.heavy.Load() // listed or not, tracked or not
+	all := make([]Holder, 0, len(s.held))
+	for tok, h := range s.held {
+		all = append(all, Holder{Weight: h.weight, Token: tok, Owner: s.cfg.owner, Note: h.note})
 	}
 	s.mu.Unlock()
 	snap.OmittedWaiters = snap.Waiting - int64(len(snap.Waiters))
-
-	s.held.mu.Lock()
-	all := make([]Holder, 0, len(s.held.m))
-	for tok, h := range s.held.m {
-		all = append(all, Holder{Weight: h.weight, Token: tok, Owner: s.cfg.owner, Note: h.note})
-	}
-	s.held.mu.Unlock()
 	slices.SortFunc(all, func(a, b Holder) int { return cmp.Compare(a.Token, b.Token) })
 	if len(all) > limit {
-		snap.OmittedHolders = int64(len(all) - limit)
 		all = all[:limit]
 	}
 	snap.Holders = all
+	snap.OmittedHolders = max(holders-int64(len(all)), 0)
 	return snap, nil
 }

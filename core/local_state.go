@@ -10,7 +10,8 @@ package core
 // free is limit − permits in use (negative after a lowered limit), seq the
 // number of grants so far, and a token is tokBase + seq. A holder of s.mu
 // freezes the word before it changes anything, and thaws it when it is done
-// if nobody is queued, s is open and the values fit: a limit below
+// if nobody is queued, s is open and was never inspected (Inspect), and
+// the values fit: a limit below
 // freeBias (2^19 = 524 288) and fewer than 2^43 grants. Otherwise the word
 // stays frozen and every Acquire and Release takes s.mu, as a
 // mutex-based semaphore does. Because seq only grows while the word is
@@ -49,10 +50,10 @@ func (s *Local) freeze() {
 }
 
 // thaw hands the state back to the lock-free paths, if nobody is queued,
-// s is open and the values fit the word; otherwise it stays frozen. s.mu
-// must be held, and s frozen.
+// s is open and was never inspected, and the values fit the word;
+// otherwise it stays frozen. s.mu must be held, and s frozen.
 func (s *Local) thaw() {
-	if s.waiters.n == 0 && !s.closed && s.limit < freeBias && s.free >= -freeBias && s.seq < seqMax {
+	if s.waiters.n == 0 && !s.closed && s.held == nil && s.limit < freeBias && s.free >= -freeBias && s.seq < seqMax {
 		s.state.Store(packState(s.free, s.seq))
 	}
 }

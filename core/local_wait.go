@@ -13,11 +13,17 @@ import (
 type localWaiter struct {
 	next, prev *localWaiter // in Local.waiters
 	n          int64
-	note       string        // WithNote, for Inspect
-	since      time.Time     // when it queued, for Inspect
-	ready      chan struct{} // closed when granted or failed
-	err        error         // set before ready is closed when the waiter failed
-	p          Permit        // the grant; set before ready is closed
+	meta       *localWaitMeta // for Inspect: nil unless a note was given or tracking was on
+	ready      chan struct{}  // closed when granted or failed
+	err        error          // set before ready is closed when the waiter failed
+	p          Permit         // the grant; set before ready is closed
+}
+
+// localWaitMeta is what Inspect lists of a waiter beyond its weight,
+// apart so that a waiter of a Local never inspected is no larger.
+type localWaitMeta struct {
+	note  string    // WithNote
+	since time.Time // when it queued
 }
 
 // waitQueue is an intrusive FIFO list of waiters (no allocation per node).
@@ -90,7 +96,6 @@ func (s *Local) wait(ctx context.Context, done <-chan struct{}, w *localWaiter) 
 		}
 		return nil, err
 	}
-	s.held.add(&w.p, w.note)
 	if o != nil {
 		o.Observe(Event{Kind: EventAcquired, Name: s.name, Weight: n, Wait: time.Since(start), Ctx: ctx})
 	}
@@ -110,6 +115,7 @@ func (s *Local) waitCtx(ctx context.Context, done <-chan struct{}, w *localWaite
 				// Granted after ctx ended: pretend it was not and pass
 				// the permit on (go.dev/issue/63615).
 				s.free += w.n
+				s.ungrant(&w.p)
 			}
 		default:
 			s.waiters.remove(w)
@@ -127,6 +133,7 @@ func (s *Local) waitCtx(ctx context.Context, done <-chan struct{}, w *localWaite
 			s.mu.Lock()
 			s.freeze()
 			s.free += w.n
+			s.ungrant(&w.p)
 			s.settle()
 			s.mu.Unlock()
 			return ctxError(ctx, s.name)
@@ -150,6 +157,7 @@ func (s *Local) notifyWaiters() {
 		} else {
 			s.free -= w.n
 			w.p = Permit{permitExt: &s.plain, weight: w.n, token: s.nextToken()}
+			s.granted(w)
 		}
 		s.waiters.remove(w)
 		close(w.ready)

@@ -10,7 +10,7 @@
 -- same states and clock). Every other case falls through to the general
 -- code; nothing is written before.
 do
-  local S, id, w, ttl, m, meta = KEYS[1], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), state, ARGV[9] or ''
+  local S, id, w, ttl, m = KEYS[1], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), state
   local limit, exp, minl, mine = tonumber(m[1]), tonumber(m[4]), tonumber(m[5]), tonumber(m[6])
   local deadline = tonumber(ARGV[7]) or 0
   if limit and exp and minl and mine and not m[11] and NONE_DUE(now, minl, mine)
@@ -22,10 +22,7 @@ do
       HOLD(w, ttl, used, hn, tok, at, latest, nminl)
       if not NEAR_EXPIRY(latest, exp) then
         local rec = HOLDER(w, tok, now_us)
-        if meta ~= '' then
-          redis.call('HSET', S, 'tok', NUM(tok), 'hn', hn, '#' .. id, rec, 'used', used, 'minl', NUM(nminl),
-            '@' .. id, INT(now_us) .. ':' .. meta)
-        elseif nminl ~= minl then
+        if nminl ~= minl then
           redis.call('HSET', S, 'tok', NUM(tok), 'hn', hn, '#' .. id, rec, 'used', used, 'minl', nminl)
         else
           redis.call('HSET', S, 'tok', NUM(tok), 'hn', hn, '#' .. id, rec, 'used', used)
@@ -40,10 +37,7 @@ do
       if not NEAR_EXPIRY(latest, exp) then
         local member = MEMBER(id, w, ttl, ARGV[2])
         redis.call('ZADD', KEYS[3], qseq, member)
-        if meta ~= '' then
-          redis.call('HSET', S, 'qseq', qseq, 'qn', qn, '#' .. id, 'q' .. member, 'mine', NUM(nmine),
-            '@' .. id, INT(now_us) .. ':' .. meta)
-        elseif nmine ~= mine then
+        if nmine ~= mine then
           redis.call('HSET', S, 'qseq', qseq, 'qn', qn, '#' .. id, 'q' .. member, 'mine', nmine)
         else
           redis.call('HSET', S, 'qseq', qseq, 'qn', qn, '#' .. id, 'q' .. member)
