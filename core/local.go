@@ -161,7 +161,7 @@ func (s *Local) acquireSlow(ctx context.Context, done <-chan struct{}, try bool,
 		s.mu.Unlock()
 		return nil, fmt.Errorf("%w: %q", ErrNoPermit, s.name)
 	}
-	w := &localWaiter{n: n, ready: make(chan struct{})}
+	w := &localWaiter{p: Permit{weight: n}, ready: make(chan struct{})}
 	if len(opts) != 0 || s.held != nil {
 		w.meta = &localWaitMeta{note: s.noteOf(opts), since: time.Now()}
 	}

@@ -28,15 +28,15 @@ func (h localHolders) remove(token int64) { delete(h, token) }
 // granted records the grant of w's permit, made under s.mu
 // (notifyWaiters).
 func (s *Local) granted(w *localWaiter) {
-	if w.n != 1 {
-		s.heavy.Add(w.n - 1)
+	if w.p.weight != 1 {
+		s.heavy.Add(w.p.weight - 1)
 	}
 	if s.held != nil {
 		note := ""
 		if w.meta != nil {
 			note = w.meta.note
 		}
-		s.held.add(w.n, w.p.token, note)
+		s.held.add(w.p.weight, w.p.token, note)
 	}
 }
 
@@ -90,7 +90,7 @@ func (s *Local) Inspect(_ context.Context, limit int) (Snapshot, error) {
 	}
 	snap.Limit, snap.InUse, snap.Waiting = s.limit, s.limit-s.free, int64(s.waiters.n)
 	for w := s.waiters.head; w != nil && len(snap.Waiters) < limit; w = w.next {
-		v := Waiter{Position: int64(len(snap.Waiters)), Weight: w.n, Owner: s.cfg.owner}
+		v := Waiter{Position: int64(len(snap.Waiters)), Weight: w.p.weight, Owner: s.cfg.owner}
 		if w.meta != nil {
 			v.Since, v.Note = w.meta.since, w.meta.note
 		}

@@ -9,11 +9,11 @@ import (
 // granted or give up.
 
 // localWaiter is a queued Acquire of a Local. The permit it is granted is
-// part of it, so a grant after a wait allocates nothing more.
+// part of it, so a grant after a wait allocates nothing more; its weight
+// is the weight asked for from the start.
 type localWaiter struct {
-	next, prev *localWaiter // in Local.waiters
-	n          int64
-	meta       *localWaitMeta // for Inspect: nil unless a note was given or tracking was on
+	next, prev *localWaiter   // in Local.waiters
+	meta       *localWaitMeta // for Inspect: nil unless a note was given or s was inspected
 	ready      chan struct{}  // closed when granted or failed
 	err        error          // set before ready is closed when the waiter failed
 	p          Permit         // the grant; set before ready is closed
@@ -65,8 +65,8 @@ func (q *waitQueue) remove(w *localWaiter) {
 func (s *Local) failHeavier(limit int64) {
 	for w := s.waiters.head; w != nil; {
 		next := w.next
-		if w.n > limit {
-			w.err = invalid("weight %d exceeds the limit %d of %q", w.n, limit, s.name)
+		if w.p.weight > limit {
+			w.err = invalid("weight %d exceeds the limit %d of %q", w.p.weight, limit, s.name)
 			s.waiters.remove(w)
 			close(w.ready)
 		}
@@ -76,7 +76,7 @@ func (s *Local) failHeavier(limit int64) {
 
 // wait waits for w's grant, or for ctx to end.
 func (s *Local) wait(ctx context.Context, done <-chan struct{}, w *localWaiter) (*Permit, error) {
-	n := w.n
+	n := w.p.weight
 	o := s.cfg.observer
 	var start time.Time
 	if o != nil {
@@ -114,7 +114,7 @@ func (s *Local) waitCtx(ctx context.Context, done <-chan struct{}, w *localWaite
 			if w.err == nil {
 				// Granted after ctx ended: pretend it was not and pass
 				// the permit on (go.dev/issue/63615).
-				s.free += w.n
+				s.free += w.p.weight
 				s.ungrant(&w.p)
 			}
 		default:
@@ -132,7 +132,7 @@ func (s *Local) waitCtx(ctx context.Context, done <-chan struct{}, w *localWaite
 			// ctx ended as the grant arrived: fail, and give the permit back.
 			s.mu.Lock()
 			s.freeze()
-			s.free += w.n
+			s.free += w.p.weight
 			s.ungrant(&w.p)
 			s.settle()
 			s.mu.Unlock()
@@ -149,14 +149,14 @@ func (s *Local) waitCtx(ctx context.Context, done <-chan struct{}, w *localWaite
 // bit is set, so only holders of s.mu change state.
 func (s *Local) notifyWaiters() {
 	for w := s.waiters.head; w != nil; w = s.waiters.head {
-		if w.n > s.limit {
+		if w.p.weight > s.limit {
 			// The limit was lowered below this request: it can never fit.
-			w.err = invalid("weight %d exceeds the limit %d of %q", w.n, s.limit, s.name)
-		} else if s.free < w.n {
+			w.err = invalid("weight %d exceeds the limit %d of %q", w.p.weight, s.limit, s.name)
+		} else if s.free < w.p.weight {
 			return
 		} else {
-			s.free -= w.n
-			w.p = Permit{permitExt: &s.plain, weight: w.n, token: s.nextToken()}
+			s.free -= w.p.weight
+			w.p.permitExt, w.p.token = &s.plain, s.nextToken() // its weight is read unlocked
 			s.granted(w)
 		}
 		s.waiters.remove(w)

@@ -87,10 +87,10 @@ func (l *Share) State() ShareState {
 	inUse := s.limit - s.freeNow() - l.reserve
 	st := ShareState{InUse: inUse, WaitN: int64(s.waiters.n), Share: s.limit - l.reserve, Limit: s.limit}
 	for w := s.waiters.head; w != nil; w = w.next {
-		st.WaitW += w.n
+		st.WaitW += w.p.weight
 	}
 	if w := s.waiters.head; w != nil {
-		st.Head = w.n
+		st.Head = w.p.weight
 	}
 	return st
 }
