@@ -76,5 +76,8 @@
 // with counts of those left out. WithOwner names the process (default
 // DefaultOwner: host and pid); WithNote gives one Acquire a short note of
 // at most MaxNoteLen bytes, refused with ErrInvalidArgument if longer.
-// Keyed.Inspect inspects one key.
+// Keyed.Inspect inspects one key. Inspecting costs nothing until it is
+// used: a Local lists only the holders granted since its first Inspect
+// (it counts the others), and the Redis semaphore stores a process's owner
+// once per semaphore, off the path of Acquire and Release.
 package core

@@ -158,7 +158,7 @@ func parseVariant(l, rel string) variant {
 	for _, s := range strings.Split(rest, ",") {
 		role, files, ok := strings.Cut(strings.TrimSpace(s), ":")
 		if !ok || argsFor(role, "x", 0) == nil {
-			fail("variant %q: bad step %q (roles: acq hacq rel facq frel sacq srel racq rrel none)", l, s)
+			fail("variant %q: bad step %q (roles: acq hacq rel oacq ohacq nacq nhacq nrel facq frel sacq srel racq rrel none)", l, s)
 		}
 		v.steps = append(v.steps, step{role: role, files: files})
 	}

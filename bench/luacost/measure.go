@@ -25,24 +25,53 @@ type cmdStat struct {
 	usec  int64
 }
 
+// The ids of distsem's roles are a process's: a base and a counter
+// (core/redissem's newID), and "_n" after it for an Acquire with a note
+// (the n roles).
+const idBase = "B7KQ2M9X4CJ3H5TA."
+
+func idOf(seq int, noted bool) string {
+	id := idBase + strconv.FormatInt(int64(seq), 36)
+	if noted {
+		id += "_n"
+	}
+	return id
+}
+
+// ownerEvery is how often the o roles send the owner: a process with
+// core.WithOwner's default sends it with about one acquire per lease TTL of
+// each semaphore (10 s: one in 100 000 at 10 000 pairs/s), and with every
+// heartbeat, which no role runs; once in ownerEvery acquires is more.
+const ownerEvery = 1000
+
 // argsFor returns the KEYS and ARGV of a step's role for holder id; nil for
 // an unknown role (none: no KEYS or ARGV). distsem: the keys of core/redis_backend.go and the ARGV
 // of core/redis_acquire.go (limit 1, default lease TTL 10 s, a deadline 1 h
 // ahead, no probe; release with the tombstone TTL of the default op timeout,
-// 4 s). sacq and srel: bench/seedsem.
+// 4 s); oacq and ohacq are acq and hacq with the owner sent every
+// ownerEvery acquires, nacq, nhacq and nrel the same with a note on every
+// acquire. sacq and srel: bench/seedsem.
 func argsFor(role, sem string, seq int) []any {
 	tag := "luacost:{" + sem + "}:"
 	keys := []string{tag + "m", tag + "h", tag + "q", tag + "p"}
-	id := fmt.Sprintf("b7kq2m9x4c%d", seq)
+	noted := strings.HasPrefix(role, "n") && role != "none"
+	id := idOf(seq, noted)
 	ch := "distsem:notify:b7kq2m9x4c"
 	now := time.Now()
+	var extra []any // ARGV after the probe: note, owner
+	switch {
+	case noted:
+		extra = []any{"backup of db-3", ""}
+	case strings.HasPrefix(role, "o") && (seq-1)%ownerEvery == 0:
+		extra = []any{"", "host-1.example:4242"}
+	}
 	switch role {
-	case "acq", "facq":
-		return pack(keys, 1, ch, id, 1, 10000, 0, now.Add(time.Hour).UnixMicro(), "0")
-	case "rel", "frel":
+	case "acq", "facq", "oacq", "nacq":
+		return append(pack(keys, 1, ch, id, 1, 10000, 0, now.Add(time.Hour).UnixMicro(), "0"), extra...)
+	case "rel", "frel", "nrel":
 		return pack(keys, 1, ch, id, 4000)
-	case "hacq": // the next id queues behind id, and rel of id hands off to it
-		return pack(keys, 1, ch, fmt.Sprintf("b7kq2m9x4c%d", seq+1), 1, 10000, 0, now.Add(time.Hour).UnixMicro(), "0")
+	case "hacq", "ohacq", "nhacq": // the next id queues behind id, and rel of id hands off to it
+		return append(pack(keys, 1, ch, idOf(seq+1, noted), 1, 10000, 0, now.Add(time.Hour).UnixMicro(), "0"), extra...)
 	case "racq": // bench/refsem: holders zset, queue list; limit, id, ttl, channel
 		r := "ref:{" + sem + "}:"
 		return pack([]string{r + "h", r + "q"}, 1, id, 10000, ch)

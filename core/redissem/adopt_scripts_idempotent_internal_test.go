@@ -20,7 +20,7 @@ func TestCrossProcessScriptsIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nid := s.b.newID()
+	nid := s.b.newID(false)
 	var infos []string
 	for i := range 2 {
 		r, err := s.run(ctx, scriptAdopt, s.limit, p.ID(), nid, int64(10000), int64(5000), int64(0))

@@ -133,10 +133,14 @@ func (d *diffRun) step(step int) {
 		if d.rnd.IntN(10) == 0 {
 			deadline = d.now + d.rnd.Int64N(2000) - 1000
 		}
-		// The meta (owner and note, inspect.lua's) of most callers, as
-		// WithOwner's default gives; none for some, and a hostile note.
-		meta := []string{"7:host:42", "", "7:host:42:|,#'h1:2:3"}[d.rnd.IntN(3)]
-		args = []any{d.limit, d.chans[d.rnd.IntN(len(d.chans))], id, w, ttl, try, deadline, d.flag(10), meta}
+		args = []any{d.limit, d.chans[d.rnd.IntN(len(d.chans))], id, w, ttl, try, deadline, d.flag(10)}
+		// Sometimes a note (a hostile one too) and an owner record to
+		// store, as core sends them: the general code alone runs then.
+		if d.rnd.IntN(5) == 0 {
+			note := []string{"", "backup of db-3", "|,#'h1:2:3\x00"}[d.rnd.IntN(3)]
+			owner := []string{"", "host:42", "o'|#x:1"}[d.rnd.IntN(3)]
+			args = append(args, note, owner)
+		}
 	} else {
 		op = "release"
 		id := d.pickID(5)
@@ -172,8 +176,13 @@ func (d *diffRun) step(step int) {
 // a retry, a late copy, the release of a holder or of a waiter.
 func (d *diffRun) pickID(newPct int) string {
 	if len(d.ids) == 0 || d.rnd.IntN(100) < newPct {
+		// Ids of two processes (bases P1 and P2, lua/inline.lua's BASE),
+		// some with a note (NOTED).
 		d.seq++
-		id := "id" + strconv.Itoa(d.seq)
+		id := []string{"P1.", "P2."}[d.rnd.IntN(2)] + strconv.Itoa(d.seq)
+		if d.rnd.IntN(4) == 0 {
+			id += "_n"
+		}
 		d.ids = append(d.ids, id)
 		return id
 	}

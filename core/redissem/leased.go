@@ -44,7 +44,7 @@ var errShareOutage = errors.New("backend unreachable and no valid share")
 
 func newLeased(s *Semaphore) *leased {
 	tag := s.keys[0][:len(s.keys[0])-1] // prefix{name}:
-	return &leased{s: s, pid: s.b.newID(), keys: []string{tag + "ls"},
+	return &leased{s: s, pid: s.b.newID(false), keys: []string{tag + "ls"},
 		loc:  core.NewShare(s.label, s.limit, core.WithObserver(s.b.cfg.observer), core.WithOwner(s.b.cfg.owner)),
 		wake: make(chan struct{}, 1), held: make(map[*leasedPermit]bool),
 		waiting: make(map[*waitCancel]struct{}), beatDone: make(chan struct{})}

@@ -2,7 +2,6 @@ package redissem
 
 import (
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/distsem/distsem/core"
@@ -26,9 +25,8 @@ type config struct {
 	observer core.Observer
 	policy   core.FailurePolicy
 	onError  func(error)
-	keyed    bool // WithLimits or WithMaxIdleKeys was given
-	owner    string
-	meta     string // '<#owner>:<owner>', or "" without an owner: acquire.lua's meta before any note
+	keyed    bool   // WithLimits or WithMaxIdleKeys was given
+	owner    string // WithOwner: what this process's owner records say (lib.lua)
 
 	fault        faultConfig   // options_fault.go
 	quorumDrift  time.Duration // WithClockDrift; 0: by lease (clockDrift)
@@ -75,9 +73,6 @@ func buildConfig(ctor string, t takes, opts []Option) config {
 	bc := core.ResolveOptions(c.shared...)
 	c.prefix, c.leaseTTL, c.observer, c.policy, c.onError, c.keyed = bc.KeyPrefix, bc.LeaseTTL, bc.Observer, bc.Policy, bc.OnError, bc.Keyed
 	c.owner = bc.Owner
-	if c.owner != "" {
-		c.meta = strconv.Itoa(len(c.owner)) + ":" + c.owner
-	}
 	if c.keyed && t&takesKeyed == 0 {
 		panic(fmt.Sprintf("redissem: %s does not take WithLimits or WithMaxIdleKeys: they configure NewKeyed", ctor))
 	}

@@ -24,6 +24,7 @@ type Semaphore struct {
 	clock    serverClock  // Redis TIME against the local clock
 	seen     atomic.Int64 // the limit in force, as the last script said (Quorum)
 	probeAt  atomic.Int64 // unix ns: the next queued Acquire probes its channel (redis_acquire.go)
+	ownerEnd atomic.Int64 // unix ns: this process's owner record lasts at least until then (redis_owner.go)
 }
 
 var _ core.Semaphore = (*Semaphore)(nil)

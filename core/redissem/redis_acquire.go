@@ -36,7 +36,7 @@ func (s *Semaphore) take(ctx context.Context, try bool, a acquireSpec) (*holder,
 		return nil, core.ErrClosed
 	}
 	if try {
-		id := s.b.newID()
+		id := s.b.newID(a.note != "")
 		r, err := s.runAcquire(ctx, id, a, true)
 		switch {
 		case err != nil:
@@ -69,7 +69,7 @@ func (s *Semaphore) take(ctx context.Context, try bool, a acquireSpec) (*holder,
 // Whatever Redis does, it returns by ctx's end: the clean-up that must still
 // reach Redis (leaving the queue) runs in the background.
 func (s *Semaphore) wait(ctx context.Context, a acquireSpec) (h *holder, err error) {
-	w := &redisWaiter{s: s, id: s.b.newID(), ttl: a.ttl, ch: make(chan grantNote, 1)}
+	w := &redisWaiter{s: s, id: s.b.newID(a.note != ""), ttl: a.ttl, ch: make(chan grantNote, 1)}
 	var start time.Time // set once queued
 	var queueUS int64
 	defer func() {
@@ -166,7 +166,17 @@ func (s *Semaphore) runAcquire(ctx context.Context, id string, a acquireSpec, tr
 	}
 	for attempt := 0; ; attempt++ {
 		deadline := s.serverDeadline(ctx, attempt > 0)
-		r, err := s.run(ctx, scriptAcquire, s.limit, id, a.weight, s.b.leaseArg(a.ttl), tryArg, deadline, s.probe(try), s.b.cfg.metaArg(a.note))
+		sent, owner := s.ownerDue(a.ttl)
+		var r reply
+		var err error
+		if a.note == "" && owner == "" {
+			r, err = s.run(ctx, scriptAcquire, s.limit, id, a.weight, s.b.leaseArg(a.ttl), tryArg, deadline, s.probe(try))
+		} else {
+			r, err = s.run(ctx, scriptAcquire, s.limit, id, a.weight, s.b.leaseArg(a.ttl), tryArg, deadline, s.probe(try), a.note, owner)
+		}
+		if err == nil && owner != "" && (r.code == codeGranted || r.code == codeQueued) {
+			s.ownerStored(sent, 2*a.ttl)
+		}
 		if err != nil || r.deaf {
 			s.probeAt.Store(0) // the next one probes again
 		}

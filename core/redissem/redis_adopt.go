@@ -83,10 +83,10 @@ func (s *Semaphore) Adopt(ctx context.Context, id string) (*core.Permit, error) 
 		return nil, core.ErrClosed
 	}
 	ttl := s.b.cfg.leaseTTL
-	nid := s.b.newID()
+	nid := s.b.newID(strings.HasSuffix(id, "_n")) // the note stays with the permit
 	for attempt := 0; ; attempt++ {
 		sent := time.Now()
-		r, err := s.run(ctx, scriptAdopt, s.limit, id, nid, ttl.Milliseconds(), s.b.tombTTL(ttl), s.serverDeadline(ctx, attempt > 0))
+		r, err := s.run(ctx, scriptAdopt, s.limit, id, nid, ttl.Milliseconds(), s.b.tombTTL(ttl), s.serverDeadline(ctx, attempt > 0), s.b.cfg.owner)
 		if err != nil {
 			if !neverSent(err) {
 				s.leave(ctx, nid, ttl) // gives back a permit that a lost reply moved
@@ -100,6 +100,9 @@ func (s *Semaphore) Adopt(ctx context.Context, id string) (*core.Permit, error) 
 		}
 		switch {
 		case r.value == codeGranted && len(r.lost) == 1:
+			if s.b.cfg.owner != "" {
+				s.ownerStored(sent, 2*ttl)
+			}
 			return s.adopted(ctx, nid, r.lost[0], ttl, sent)
 		case r.value == codeNone:
 			return nil, fmt.Errorf("%w: %q has no permit %q", core.ErrNotHeld, s.name, id)

@@ -161,10 +161,16 @@ func newRedisBackend(ctor string, client redis.UniversalClient, cfg config) *red
 }
 
 // newID returns a holder or waiter id, unique across processes: a random
-// base per backend and a counter (no system call per Acquire).
-func (b *redisBackend) newID() string {
+// base per backend and a counter (no system call per Acquire), and "_n"
+// after it for one whose Acquire stores a note (NOTED, lua/inline.lua:
+// only such ids have a note field to delete).
+func (b *redisBackend) newID(noted bool) string {
 	var buf [32]byte // one allocation: the string
-	return string(strconv.AppendUint(append(buf[:0], b.idBase...), b.idSeq.Add(1), 36))
+	id := strconv.AppendUint(append(buf[:0], b.idBase...), b.idSeq.Add(1), 36)
+	if noted {
+		id = append(id, "_n"...)
+	}
+	return string(id)
 }
 
 // semaphore returns the semaphore name of limit permits (both checked by

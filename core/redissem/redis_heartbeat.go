@@ -135,18 +135,26 @@ func (b *redisBackend) heartbeat(j beatJob) {
 }
 
 func (b *redisBackend) heartbeatOnce(s *Semaphore, held []*holder, waiting []*redisWaiter) {
-	args := make([]any, 0, 1+2*len(held)+len(waiting))
-	args = append(args, len(held))
+	// The owner record lasts twice the longest lease or waiter TTL here.
+	var keep time.Duration
+	args := make([]any, 3, 3+2*len(held)+len(waiting))
 	for _, p := range held {
-		args = append(args, p.id, atomic.LoadInt64(&p.ttl)) // SetLeaseTTL may change it
+		ttl := atomic.LoadInt64(&p.ttl) // SetLeaseTTL may change it
+		args = append(args, p.id, ttl)
+		keep = max(keep, 2*time.Duration(ttl)*time.Millisecond)
 	}
 	for _, w := range waiting {
 		args = append(args, w.id)
+		keep = max(keep, 2*w.ttl)
 	}
+	args[0], args[1], args[2] = len(held), b.cfg.owner, keep.Milliseconds()
 	sent := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.leaseTTL/3)
 	r, err := s.runScript(ctx, scriptHeartbeat, false, s.limit, args...)
 	cancel()
+	if err == nil && b.cfg.owner != "" {
+		s.ownerStored(sent, keep)
+	}
 
 	lost := make(map[string]bool, len(r.lost))
 	for _, id := range r.lost {

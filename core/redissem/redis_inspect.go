@@ -10,18 +10,6 @@ import (
 	"github.com/distsem/distsem/core"
 )
 
-// metaArg is acquire.lua's meta of a permit with note: "" when there is
-// neither owner nor note, so that nothing more is stored.
-func (c *config) metaArg(note string) string {
-	switch {
-	case note == "":
-		return c.meta
-	case c.meta == "":
-		return "0:" + note
-	}
-	return c.meta + note
-}
-
 var _ core.Inspector = (*Semaphore)(nil)
 
 // Inspect lists the holders, earliest lease end first, and the waiters,
@@ -30,10 +18,19 @@ var _ core.Inspector = (*Semaphore)(nil)
 // Redis TIME (Snapshot.At) and changes nothing: a lease that has ended is
 // left out even before a script reaps it, but a waiter whose process died
 // is listed until its liveness ends (2/3 of its lease TTL after its last
-// renewal), as it stays queued until then. A holder or waiter whose
-// process gave no owner and no note lists neither, nor, for a waiter, the
-// time it queued; an adopted permit keeps the owner and note of its
-// Acquire. The round trip is bounded by ctx and the operation timeout.
+// renewal), as it stays queued until then.
+//
+// The owner of a holder or waiter is its process's (WithOwner), stored
+// once per process and semaphore, off the busy path: by the first Acquire
+// of a process (and again about once per lease TTL) and by every
+// heartbeat. It lasts 2 lease TTLs from its last write, then goes, so that
+// a semaphore keeps no more owners than the processes that held or waited
+// in the last 2 lease TTLs. A holder or waiter lists no owner if its
+// process has none, or for a moment after the semaphore's state was lost
+// (until that process's next Acquire or heartbeat). A note (core.WithNote)
+// is stored with its permit; a waiter lists the time it queued only if it
+// has a note. An adopted permit keeps its note and takes the adopter's
+// owner. The round trip is bounded by ctx and the operation timeout.
 func (s *Semaphore) Inspect(ctx context.Context, limit int) (core.Snapshot, error) {
 	if err := core.CheckInspectLimit(limit); err != nil {
 		return core.Snapshot{}, err
@@ -70,15 +67,14 @@ func parseInspect(v []any) (core.Snapshot, error) {
 	}
 	hl, ok1 := v[5].([]any)
 	wl, ok2 := v[6].([]any)
-	if !ok1 || !ok2 || len(hl)%4 != 0 || len(wl)%2 != 0 {
+	if !ok1 || !ok2 || len(hl)%5 != 0 || len(wl)%3 != 0 {
 		return core.Snapshot{}, errInspectReply
 	}
 	snap := core.Snapshot{At: time.UnixMicro(n[0]), Limit: n[1], InUse: n[2], Waiting: n[4]}
-	for i := 0; i < len(hl); i += 4 {
+	for i := 0; i < len(hl); i += 5 {
 		id, _ := hl[i].(string)
 		end, _ := hl[i+1].(string)
 		rec, _ := hl[i+2].(string)
-		meta, _ := hl[i+3].(string)
 		h, ok := parseHolder(id, rec)
 		if !ok {
 			return core.Snapshot{}, errInspectReply
@@ -86,18 +82,21 @@ func parseInspect(v []any) (core.Snapshot, error) {
 		if ms, err := strconv.ParseFloat(end, 64); err == nil {
 			h.LeaseEnd = time.UnixMilli(int64(ms))
 		}
-		_, h.Owner, h.Note = parseMeta(meta)
+		h.Owner, _ = hl[i+3].(string)
+		note, _ := hl[i+4].(string)
+		_, h.Note = parseNoteField(note)
 		snap.Holders = append(snap.Holders, h)
 	}
-	for i := 0; i < len(wl); i += 2 {
+	for i := 0; i < len(wl); i += 3 {
 		m, _ := wl[i].(string)
-		meta, _ := wl[i+1].(string)
 		w, ok := parseMember(m)
 		if !ok {
 			return core.Snapshot{}, errInspectReply
 		}
-		w.Position = int64(i / 2)
-		w.Since, w.Owner, w.Note = parseMeta(meta)
+		w.Position = int64(i / 3)
+		w.Owner, _ = wl[i+1].(string)
+		note, _ := wl[i+2].(string)
+		w.Since, w.Note = parseNoteField(note)
 		snap.Waiters = append(snap.Waiters, w)
 	}
 	snap.OmittedHolders = max(n[3]-int64(len(snap.Holders)), 0)
@@ -139,15 +138,13 @@ func parseMember(m string) (core.Waiter, bool) {
 	return core.Waiter{Weight: w, ID: f[3][n:]}, true
 }
 
-// parseMeta reads an id's meta, '<time_us>:<#owner>:<owner><note>'
-// (lib.lua); all are zero if it is absent or malformed.
-func parseMeta(meta string) (at time.Time, owner, note string) {
-	us, rest, ok1 := strings.Cut(meta, ":")
-	n, rest, ok2 := strings.Cut(rest, ":")
-	t, err1 := strconv.ParseInt(us, 10, 64)
-	k, err2 := strconv.Atoi(n)
-	if !ok1 || !ok2 || err1 != nil || err2 != nil || k < 0 || k > len(rest) {
-		return time.Time{}, "", ""
+// parseNoteField reads a note field, '<time_us>:<note>' (lib.lua); both are
+// zero if it is absent or malformed.
+func parseNoteField(f string) (at time.Time, note string) {
+	us, note, ok := strings.Cut(f, ":")
+	t, err := strconv.ParseInt(us, 10, 64)
+	if !ok || err != nil {
+		return time.Time{}, ""
 	}
-	return time.UnixMicro(t), rest[:k], rest[k:]
+	return time.UnixMicro(t), note
 }

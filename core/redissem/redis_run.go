@@ -104,6 +104,9 @@ func (s *Semaphore) runScript(ctx context.Context, sc *redis.Script, gated bool,
 	if r.deaf {
 		b.resubscribe(nil)
 	}
+	if r.lone {
+		s.ownerEnd.Store(0) // the next acquire stores the owner record again
+	}
 	return r, err
 }
 

@@ -27,7 +27,7 @@ func TestWaiterIndexInStep(t *testing.T) {
 	}
 	for i := range nsem * per {
 		s := sems[i%nsem]
-		w := &redisWaiter{s: s, id: b.newID(), ttl: time.Hour, ch: make(chan grantNote, 1)}
+		w := &redisWaiter{s: s, id: b.newID(false), ttl: time.Hour, ch: make(chan grantNote, 1)}
 		if err := b.addWaiter(w); err != nil {
 			t.Fatal(err)
 		}

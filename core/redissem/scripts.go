@@ -82,6 +82,7 @@ type reply struct {
 	code, value, limit, nowUS int64
 	again                     bool
 	deaf                      bool // nobody heard this process's channel there
+	lone                      bool // the state was made afresh: this process has no owner record there
 	lost                      []string
 	notes                     []grantNote
 }
@@ -113,7 +114,7 @@ type grantNote struct {
 
 func parseReply(v []any) (reply, error) {
 	var r reply
-	if len(v) < 5 || len(v) > 7 {
+	if len(v) < 5 || len(v) > 8 {
 		return r, fmt.Errorf("redissem: unexpected script reply of %d elements", len(v))
 	}
 	switch x := v[0].(type) {
@@ -132,9 +133,13 @@ func parseReply(v []any) (reply, error) {
 		a, _ := v[5].(int64)
 		r.again = a == 1
 	}
-	if len(v) == 7 {
+	if len(v) >= 7 {
 		d, _ := v[6].(int64)
 		r.deaf = d == 1
+	}
+	if len(v) == 8 {
+		l, _ := v[7].(int64)
+		r.lone = l == 1
 	}
 	notes, _ := v[3].([]any)
 	if len(notes) > 0 {

@@ -1,6 +1,9 @@
 -- ARGV: limit, channel, id, weight, ttl_ms, try (1 or 0), deadline_us (0:
 -- none), probe (1: report whether anybody here listens on the caller's
--- channel). A grant skips a queued waiter whose process no longer listens.
+-- channel), and, only when there is one to store (the fast paths leave
+-- such a call to this code): note ('' none; kept only for a NOTED id),
+-- owner ('' none: the caller's process's owner record is fresh enough).
+-- A grant skips a queued waiter whose process no longer listens.
 -- Returns {code, value, limit, notes}: code 1 granted (value = token),
 -- 0 no permit (try), 2 queued (value = ms to the earliest lease end, or -1),
 -- -1 weight above the limit, -3 refused: delivered after deadline_us (Redis
@@ -9,7 +12,9 @@
 -- a queued id reports it queued; neither changes anything, and both add a
 -- sixth element 1 (an earlier reply was lost, with any grants it carried).
 -- The seventh is 1 if the caller queued but nobody here listens on its
--- channel (probe = 1 only). Both are left out when 0.
+-- channel (probe = 1 only). The eighth is 1 if the state was made afresh
+-- and this run stored no owner record: the caller's process has none
+-- here. All are left out when 0.
 local id, w, ttl, try = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6] == '1'
 local deadline = tonumber(ARGV[7]) or 0
 F.start(id)
@@ -34,18 +39,22 @@ else
   if free and V.used + w > V.limit then F.check(); free = F.grant() end
   if free and V.used + w <= V.limit then
     code, value = 1, F.hold(id, w, ttl)
-    if (ARGV[9] or '') ~= '' then F.put('@' .. id, INT(V.now_us) .. ':' .. ARGV[9]) end
   elseif not try then
     -- Probe first (before any write): with no subscriber of the caller's
     -- channel here, its subscription is on another server (a demoted
     -- master) and the caller must subscribe again.
     if ARGV[8] == '1' and F.listeners(V.mychan) == 0 then deaf = 1 end
     F.queue(id, w, ttl)
-    if (ARGV[9] or '') ~= '' then F.put('@' .. id, INT(V.now_us) .. ':' .. ARGV[9]) end
     -- The hint: ms to the earliest lease end (a lower bound, without
     -- another command: a waiter that reaps early is told again).
     code, value = 2, F.next_expiry()
   end
 end
-if again == 0 and deaf == 0 then return {code, value, V.limit, F.finish(), V.now_us} end
-return {code, value, V.limit, F.finish(), V.now_us, again, deaf}
+-- The note of a new holder or waiter, and the owner record of its process.
+local lone = V.fresh -- no owner record of the caller's process is left
+if ARGV[9] and again == 0 and (code == 1 or code == 2) then
+  if ARGV[9] ~= '' and NOTED(id) then F.put('@' .. id, INT(V.now_us) .. ':' .. ARGV[9]) end
+  if (ARGV[10] or '') ~= '' then F.own(BASE(id), ARGV[10], 2 * ttl); lone = false end
+end
+if again == 0 and deaf == 0 and not lone then return {code, value, V.limit, F.finish(), V.now_us} end
+return {code, value, V.limit, F.finish(), V.now_us, again, deaf, lone and 1 or 0}

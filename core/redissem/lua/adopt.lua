@@ -1,4 +1,5 @@
--- ARGV: limit, channel, id, new_id, ttl_ms, tomb_ms, deadline_us (0: none).
+-- ARGV: limit, channel, id, new_id, ttl_ms, tomb_ms, deadline_us (0: none),
+-- owner ('' none: the owner record of new_id's process, F.own).
 -- Moves holder id to new_id in the calling process (Redis.Adopt): same
 -- weight, token and grant time, a lease of ttl_ms from now, and a tombstone
 -- "x3" (adopted away) for id, so that the old holder's renewal finds it
@@ -30,8 +31,11 @@ if not s or tonumber(s) <= V.now then
   return {{}, 0, V.limit, F.finish(), V.now_us}
 end
 F.put('#' .. nid, info)
-local meta = F.get('@' .. id) -- the note and owner stay with the permit
-if meta then F.put('@' .. nid, meta) end
+if NOTED(id) and NOTED(nid) then -- the note stays with the permit
+  local note = F.get('@' .. id)
+  if note then F.put('@' .. nid, note) end
+end
+if (ARGV[8] or '') ~= '' then F.own(BASE(nid), ARGV[8], 2 * ttl) end
 F.tadd(F.lease_end(V.now + ttl), nid)
 F.tombstone(id, 3, tomb) -- the holders' count is unchanged: nid took id's place
 return {{string.sub(info, 2)}, 1, V.limit, F.finish(), V.now_us}

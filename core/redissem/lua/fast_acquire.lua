@@ -8,12 +8,15 @@
 -- a script's own cost, and writes at once what the general code's
 -- F.finish would write (fast_paths_match_general_test.go runs both on the
 -- same states and clock). Every other case falls through to the general
--- code; nothing is written before.
+-- code, and so does an acquire with an owner record to store (ARGV[10],
+-- about once per lease TTL: see acquire.lua); nothing is written before.
+-- A note (ARGV[9], for a NOTED id) is written with the rest.
 do
   local S, id, w, ttl, m = KEYS[1], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), state
   local limit, exp, minl, mine = tonumber(m[1]), tonumber(m[4]), tonumber(m[5]), tonumber(m[6])
   local deadline = tonumber(ARGV[7]) or 0
-  if limit and exp and minl and mine and not m[11] and NONE_DUE(now, minl, mine)
+  local note = ARGV[9] and ARGV[9] ~= '' and NOTED(id) and ARGV[9]
+  if limit and exp and minl and mine and not m[11] and (not ARGV[10] or ARGV[10] == '') and NONE_DUE(now, minl, mine)
       and w <= limit and (deadline <= 0 or now_us <= deadline) then
     local used, qn, latest, at = tonumber(m[2]) or 0, tonumber(m[9]) or 0, 0, 0
     if qn == 0 and used + w <= limit and w > 0 then
@@ -22,7 +25,10 @@ do
       HOLD(w, ttl, used, hn, tok, at, latest, nminl)
       if not NEAR_EXPIRY(latest, exp) then
         local rec = HOLDER(w, tok, now_us)
-        if nminl ~= minl then
+        if note then
+          redis.call('HSET', S, 'tok', NUM(tok), 'hn', hn, '#' .. id, rec, 'used', used, 'minl', NUM(nminl),
+            '@' .. id, INT(now_us) .. ':' .. note)
+        elseif nminl ~= minl then
           redis.call('HSET', S, 'tok', NUM(tok), 'hn', hn, '#' .. id, rec, 'used', used, 'minl', nminl)
         else
           redis.call('HSET', S, 'tok', NUM(tok), 'hn', hn, '#' .. id, rec, 'used', used)
@@ -37,7 +43,10 @@ do
       if not NEAR_EXPIRY(latest, exp) then
         local member = MEMBER(id, w, ttl, ARGV[2])
         redis.call('ZADD', KEYS[3], qseq, member)
-        if nmine ~= mine then
+        if note then
+          redis.call('HSET', S, 'qseq', qseq, 'qn', qn, '#' .. id, 'q' .. member, 'mine', NUM(nmine),
+            '@' .. id, INT(now_us) .. ':' .. note)
+        elseif nmine ~= mine then
           redis.call('HSET', S, 'qseq', qseq, 'qn', qn, '#' .. id, 'q' .. member, 'mine', nmine)
         else
           redis.call('HSET', S, 'qseq', qseq, 'qn', qn, '#' .. id, 'q' .. member)

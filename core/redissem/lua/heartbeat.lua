@@ -1,23 +1,29 @@
--- ARGV: limit, channel, n, then n pairs (holder id, ttl_ms), then waiter ids.
--- Renews the leases of the caller's holders, keeps its waiters alive, reaps
--- expired leases and grants freed permits. Returns {lost, next, limit,
--- notes}: lost = holder ids whose lease had ended; next = ms to the earliest
--- lease end (a lower bound) or -1; notes also carry, for each of the
--- caller's waiters, its grant (healing a lost notification) or -2 if it is
--- no longer queued.
-local n = tonumber(ARGV[3])
+-- ARGV: limit, channel, n, owner ('' none), keep_ms, then n pairs (holder
+-- id, ttl_ms), then waiter ids. Renews the leases of the caller's holders,
+-- keeps its waiters alive and its process's owner record (F.own) for
+-- keep_ms, reaps expired leases and grants freed permits. Returns {lost,
+-- next, limit, notes}: lost = holder ids whose lease had ended; next = ms
+-- to the earliest lease end (a lower bound) or -1; notes also carry, for
+-- each of the caller's waiters, its grant (healing a lost notification) or
+-- -2 if it is no longer queued.
+local n, owner, base = tonumber(ARGV[3]), ARGV[4], ''
+local first = 6 + 2 * n -- the first waiter id
 F.start()
--- The fields of every id named, in one command.
-if #ARGV > 3 then
-  local ids = {}
-  for i = 0, n - 1 do ids[#ids + 1] = ARGV[4 + 2 * i] end
-  for i = 4 + 2 * n, #ARGV do ids[#ids + 1] = ARGV[i] end
+-- The fields of every id named, and of the owner record, in one command.
+local ids = {}
+for i = 0, n - 1 do ids[#ids + 1] = ARGV[6 + 2 * i] end
+for i = first, #ARGV do ids[#ids + 1] = ARGV[i] end
+if owner ~= '' then
+  base = BASE(ids[1] or '')
+  if base ~= '' then ids[#ids + 1] = base end
+end
+if #ids > 0 then
   local v = F.hmget(ids)
   for i = 1, #ids do V.cache['#' .. ids[i]] = v[i] end
 end
 local lost = {}
 for i = 0, n - 1 do
-  local id, ttl = ARGV[4 + 2 * i], tonumber(ARGV[5 + 2 * i])
+  local id, ttl = ARGV[6 + 2 * i], tonumber(ARGV[7 + 2 * i])
   local s = redis.call('ZSCORE', V.T, id)
   local cur = F.get('#' .. id)
   local held = cur and string.sub(cur, 1, 1) == 'h'
@@ -29,7 +35,7 @@ for i = 0, n - 1 do
     -- too, so that its Release answers "not held".
     if held and not s then
       V.used, V.hn = V.used - F.weight_of(cur), V.hn - 1
-      F.put('#' .. id, false); F.put('@' .. id, false)
+      F.drop(id)
     end
   end
 end
@@ -38,7 +44,8 @@ F.purge()
 -- counts; any difference (keys lost apart) recomputes them.
 F.check()
 F.grant()
-for i = 4 + 2 * n, #ARGV do
+if base ~= '' then F.own(base, owner, tonumber(ARGV[5])) end
+for i = first, #ARGV do
   local id = ARGV[i]
   local cur = F.get('#' .. id)
   local kind = cur and string.sub(cur, 1, 1)

@@ -39,6 +39,13 @@ local function NEXT_EXPIRY(minl, now) return (minl >= SENTINEL and -1 or math.ma
 -- exactly (INT), and so are counters written to S when large (NUM).
 local function INT(x) return string.format('%d', x) end
 local function NUM(v) return (v >= 1e14 and INT(v) or v) end
+-- The ids of a process are '<base>.<counter>' (core/redissem's newID: a
+-- base of 16 random characters for all of them), with '_n' after the
+-- counter when its Acquire gave a note. BASE is the owner record's id of
+-- id's process, '<base>.' ('' for an id of another form), and NOTED tells
+-- whether id may have a note, the field '@'..id (lib.lua).
+local function BASE(id) return (string.match(id, '^[^.:]+%.') or '') end
+local function NOTED(id) return (string.sub(id, -2) == '_n') end
 -- A grant note: "id:token:time_us".
 local function NOTE(id, tk, at) return id .. ':' .. INT(tk) .. ':' .. INT(at) end
 -- A Cluster shard channel carries the semaphore's hash tag, so it lives in

@@ -6,60 +6,98 @@
 -- the most holders and waiters to list.
 -- Returns {now_us, limit, used, holders, waiters, hlist, wlist}: used the
 -- permits held by live leases, holders and waiters the numbers of live
--- holders and queued waiters; hlist is id, lease end (ms), field, meta
--- ('' if none) for each of the n earliest lease ends; wlist is member,
--- meta for each of the n first waiters in queue order.
+-- holders and queued waiters; hlist is id, lease end (ms), field, owner,
+-- note for each of the n earliest lease ends; wlist is member, owner,
+-- note for each of the n first waiters in queue order. owner is the owner
+-- record of the id's process (BASE), note its field '@'..id
+-- ('<us>:<note>'); '' if none.
 local S, T, W = KEYS[1], KEYS[2], KEYS[3]
 local n = tonumber(ARGV[2])
 local m = redis.call('HMGET', S, 'limit', 'used', 'qn', 'hn')
 local limit = tonumber(m[1]) or tonumber(redis.call('GET', KEYS[4])) or tonumber(ARGV[1])
 local used, qn, holders = tonumber(m[2]) or 0, tonumber(m[3]) or 0, tonumber(m[4]) or 0
+-- hmget returns S's fields f (in chunks: unpack is bounded).
+local function hmget(f)
+  local out = {}
+  for i = 1, #f, 1000 do
+    local v = redis.call('HMGET', S, unpack(f, i, math.min(i + 999, #f)))
+    for j = 1, #v do out[#out + 1] = v[j] or '' end
+  end
+  return out
+end
 -- Leases that ended but are still counted (used, hn): not in use any more.
 local gone = redis.call('ZRANGEBYSCORE', T, '-inf', now)
-for i = 1, #gone, 1000 do
-  local f = {}
-  for j = i, math.min(i + 999, #gone) do f[#f + 1] = '#' .. gone[j] end
-  local v = redis.call('HMGET', S, unpack(f))
-  for j = 1, #v do
-    local w = v[j] and tonumber(string.match(v[j], '^h(%d+):'))
-    if w then used, holders = used - w, holders - 1 end
+for i = 1, #gone do gone[i] = '#' .. gone[i] end
+for _, rec in ipairs(hmget(gone)) do
+  local w = tonumber(string.match(rec, '^h(%d+):'))
+  if w then used, holders = used - w, holders - 1 end
+end
+-- meta returns, for each of ids, its process's owner (the owner record of
+-- its BASE) and its note field ('' for either if none).
+local function meta(ids)
+  local bases, idx, f = {}, {}, {}
+  for i = 1, #ids do
+    local b = BASE(ids[i])
+    if b ~= '' and not idx[b] then
+      f[#f + 1] = '#' .. b
+      idx[b] = #f
+    end
+    bases[i] = b
   end
+  local nf = #f
+  for i = 1, #ids do
+    if NOTED(ids[i]) then f[#f + 1] = '@' .. ids[i] end
+  end
+  local v = hmget(f)
+  local owner, note, k = {}, {}, nf
+  for i = 1, #ids do
+    local o = idx[bases[i]] and v[idx[bases[i]]] or ''
+    owner[i] = string.sub(o, 1, 1) == 'o' and string.sub(o, 2) or ''
+    note[i] = ''
+    if NOTED(ids[i]) then
+      k = k + 1
+      note[i] = v[k]
+    end
+  end
+  return owner, note
 end
 local lo, hi = '(' .. INT(now), '(' .. INT(OFF)
 local h = redis.call('ZRANGEBYSCORE', T, lo, hi, 'WITHSCORES', 'LIMIT', 0, n)
 local hlist = {}
 if #h > 0 then
-  local f = {}
+  local ids, f = {}, {}
   for i = 1, #h, 2 do
+    ids[#ids + 1] = h[i]
     f[#f + 1] = '#' .. h[i]
-    f[#f + 1] = '@' .. h[i]
   end
-  local v = redis.call('HMGET', S, unpack(f))
-  for i = 1, #h, 2 do
-    local rec = v[i] or ''
-    if string.sub(rec, 1, 1) == 'h' then
-      hlist[#hlist + 1] = h[i]
-      hlist[#hlist + 1] = h[i + 1]
-      hlist[#hlist + 1] = rec
-      hlist[#hlist + 1] = v[i + 1] or ''
+  local recs = hmget(f)
+  local owner, note = meta(ids)
+  for i = 1, #ids do
+    if string.sub(recs[i], 1, 1) == 'h' then
+      hlist[#hlist + 1] = ids[i]
+      hlist[#hlist + 1] = h[2 * i]
+      hlist[#hlist + 1] = recs[i]
+      hlist[#hlist + 1] = owner[i]
+      hlist[#hlist + 1] = note[i]
     end
   end
 end
 local q = redis.call('ZRANGE', W, 0, n) -- n + 1: the sentinel '' may be among them
-local members, f = {}, {}
+local members, ids = {}, {}
 for i = 1, #q do
   local head, len = string.match(q[i], '^(%d+:%d+:(%d+):)')
   if head and #members < n then
     members[#members + 1] = q[i]
-    f[#f + 1] = '@' .. string.sub(q[i], #head + tonumber(len) + 1)
+    ids[#ids + 1] = string.sub(q[i], #head + tonumber(len) + 1)
   end
 end
 local wlist = {}
-if #f > 0 then
-  local v = redis.call('HMGET', S, unpack(f))
-  for i = 1, #f do
+if #ids > 0 then
+  local owner, note = meta(ids)
+  for i = 1, #ids do
     wlist[#wlist + 1] = members[i]
-    wlist[#wlist + 1] = v[i] or ''
+    wlist[#wlist + 1] = owner[i]
+    wlist[#wlist + 1] = note[i]
   end
 end
 return {now_us, limit, used, holders, qn, hlist, wlist}

@@ -5,28 +5,36 @@
 -- expressions in upper case are inline.lua's, written once for both.
 -- KEYS, all under one hash tag:
 --   1 S  hash: the state: limit, used and hn (the holders' weights and
---        number), qn and xn (the numbers of waiters and tombstones), tok
---        (last fencing token), qseq (queue order), exp, minl, mine (expiry
---        bookkeeping), and per id the field '#'..id:
+--        number), qn and xn (the numbers of waiters, and of tombstones and
+--        owner records), tok (last fencing token), qseq (queue order), exp,
+--        minl, mine (expiry bookkeeping), and per id the field '#'..id:
 --          'h<weight>:<token>:<grant_us>'  a holder
 --          'q<member>'                     a queued waiter (its member of W)
 --          'x<code>'  a tombstone: id was unknown (0), released (1), left
 --                     the queue (2), adopted away (3), released by id (4)
---        and, only for an id whose acquire gave a meta (ARGV[9] of
---        acquire.lua: an owner or a note), the field '@'..id:
---          '<queued_or_granted_us>:<#owner>:<owner><note>'
+--          'o<owner>' an owner record (F.own): id is a process's base
+--                     (BASE, inline.lua), and owner names that process's
+--                     holders and waiters (core.WithOwner). It is written
+--                     off the busy path (a heartbeat, the first acquire of
+--                     a process in 2 lease TTLs) for 2 lease TTLs, and
+--                     reaped as a tombstone is at its end: at most one per
+--                     process that held or waited in the last 2 lease TTLs
+--        and, only for a noted id (NOTED: its acquire gave a note, ARGV[9]
+--        of acquire.lua), the field '@'..id: '<queued_or_granted_us>:<note>',
 --        read by inspect.lua alone; it goes with the id's field, except
 --        that a tombstone keeps it until the tombstone goes (no command
 --        more on the busy path)
 --   2 T  zset: every id of S -> its end (ms, Redis TIME): a holder's lease
---        end; OFF + a waiter's liveness end or a tombstone's end
+--        end; OFF + a waiter's liveness end, a tombstone's or an owner
+--        record's end
 --   3 W  zset: the queue: member '<weight>:<ttl_ms>:<#chan>:<chan><id>'
 --        -> arrival sequence; a grant pops the head with everything it needs
 --   4 P  string: the limit pinned by SetLimit (never expires)
--- Invariants: T holds exactly the ids that have a field, and hn + qn + xn
--- of them; W holds the members of the waiters, qn of them. T and W also
--- hold a sentinel member '' scored 2^53, so they never empty: they are
--- created, and given their expiry, with the semaphore, not on the busy path.
+-- Invariants: T holds exactly the ids that have a field '#'..id, and
+-- hn + qn + xn of them; W holds the members of the waiters, qn of them. T
+-- and W also hold a sentinel member '' scored 2^53, so they never empty:
+-- they are created, and given their expiry, with the semaphore, not on the
+-- busy path.
 -- S, T and W share one expiry, extended only when the latest end comes
 -- within GRACE/2 of it. One zset for every end means one ZADD for a
 -- release and the grant it makes (a tombstone and a lease), sent at the

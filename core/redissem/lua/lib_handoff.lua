@@ -64,7 +64,7 @@ function F.grant_head(m, seq)
     -- end in T.
     F.note(ch, id, F.hold(id, w, ttl))
   elseif kind == HEAD_REJECT then
-    F.put('#' .. id, false); F.put('@' .. id, false)
+    F.drop(id)
     redis.call('ZREM', V.T, id)
     F.note(ch, id, -1)
   elseif kind == HEAD_SKIP then
@@ -73,7 +73,7 @@ function F.grant_head(m, seq)
     -- will use for a whole lease. Counted before anything is sent: a
     -- subscription left on a replica (a demoted master) still receives
     -- what the master publishes, but is not counted here.
-    F.put('#' .. id, false); F.put('@' .. id, false)
+    F.drop(id)
     redis.call('ZREM', V.T, id)
   end -- HEAD_DROP: a member that this code does not make is dropped
 end

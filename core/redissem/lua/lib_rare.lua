@@ -55,7 +55,7 @@ function F.derive()
       used, hn = used + F.weight_of(v[i]), hn + 1
     elseif k == 'q' then
       want[string.sub(v[i], 2)] = ids[i]
-    elseif k == 'x' then
+    elseif k == 'x' or k == 'o' then
       xn = xn + 1
     end
   end
@@ -74,7 +74,7 @@ function F.derive()
   for m, id in pairs(want) do
     local _, _, ch = F.parse(m)
     redis.call('ZREM', V.T, id)
-    F.put('#' .. id, false); F.put('@' .. id, false)
+    F.drop(id)
     if ch then F.note(ch, id, -2) end
   end
   V.used, V.hn, V.qn, V.xn = used, hn, qn, xn
@@ -114,13 +114,36 @@ function F.reap_range(lo, hi)
     elseif k == 'q' then
       dead[#dead + 1] = string.sub(v[i], 2)
       V.qn = V.qn - 1
-    elseif k == 'x' then
+    elseif k == 'x' or k == 'o' then
       V.xn = V.xn - 1
     end
-    F.put('#' .. gone[i], false); F.put('@' .. gone[i], false)
+    F.drop(gone[i])
   end
   if #dead > 0 then F.chunked('ZREM', V.W, dead) end
   redis.call('ZREMRANGEBYSCORE', V.T, lo, hi)
+end
+
+-- drop deletes id's field, and its note if it may have one (NOTED).
+function F.drop(id)
+  F.put('#' .. id, false)
+  if NOTED(id) then F.put('@' .. id, false) end
+end
+
+-- own stores the owner record of base (BASE of the caller's ids) for keep
+-- ms: a new one is counted with the tombstones (xn), and one that exists
+-- gets the new end (ZADD GT: never an earlier one, whatever the order in
+-- which copies run). A field of base that is not an owner record is left
+-- alone.
+function F.own(base, owner, keep)
+  local f = '#' .. base
+  local cur = F.get(f)
+  if base == '' or cur and string.sub(cur, 1, 1) ~= 'o' then return end
+  if not cur then V.xn = V.xn + 1 end
+  local at = V.now + keep
+  OTHER_END(at, V.latest, V.mine)
+  F.put(f, 'o' .. owner)
+  F.tflush()
+  redis.call('ZADD', V.T, 'GT', OFF + at, base)
 end
 
 -- check compares the sizes of T and W with the counts (two commands), and

@@ -10,7 +10,8 @@
 --   (tombstone 4: released by id), 0 not held (and changes nothing).
 -- Idempotent: a repeated run finds the tombstone and returns its code (1 or
 -- 2 as above, 4: released by an earlier ReleaseID, 3: adopted away) and a
--- sixth element 1.
+-- sixth element 1. An eighth element 1 (the sixth and seventh 0) says that
+-- the state was made afresh: the caller's process has no owner record.
 local id, ttl, by_id = ARGV[3], tonumber(ARGV[4]) or 10000, ARGV[5] == '1'
 F.start(id)
 F.purge()
@@ -31,4 +32,5 @@ end
 -- The tombstone's end replaces the lease's (or the waiter's) in T.
 F.tombstone(id, by_id and 4 or code, ttl)
 F.grant()
+if V.fresh then return {code, 0, V.limit, F.finish(), V.now_us, 0, 0, 1} end
 return {code, 0, V.limit, F.finish(), V.now_us}

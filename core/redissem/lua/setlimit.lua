@@ -15,7 +15,7 @@ for i = 1, #members do
     redis.call('ZREM', V.W, members[i])
     redis.call('ZREM', V.T, id)
     V.qn = V.qn - 1
-    F.put('#' .. id, false); F.put('@' .. id, false)
+    F.drop(id)
     F.note(ch, id, -1)
   end
 end
