@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/goleak"
 
 	"github.com/distsem/distsem/core/otelsem"
@@ -38,7 +39,8 @@ func newTelemetry(opts ...otelsem.Option) *telemetry {
 }
 
 // tree draws the ended spans as a tree, one span a line, each indented
-// under its parent and followed by its span events in brackets; siblings
+// under its parent and followed by its kind unless internal and its span
+// events in brackets; siblings
 // in the order they started. A span whose parent was not recorded is a
 // root.
 func (t *telemetry) tree() string {
@@ -62,6 +64,9 @@ func (t *telemetry) tree() string {
 		slices.SortStableFunc(kids, func(a, b sdktrace.ReadOnlySpan) int { return a.StartTime().Compare(b.StartTime()) })
 		for _, s := range kids {
 			fmt.Fprintf(&b, "%s%s", strings.Repeat("  ", depth), s.Name())
+			if k := s.SpanKind(); k != trace.SpanKindInternal {
+				fmt.Fprintf(&b, " (%s)", k)
+			}
 			for _, e := range s.Events() {
 				fmt.Fprintf(&b, " [%s]", e.Name)
 			}
