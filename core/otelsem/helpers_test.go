@@ -97,7 +97,7 @@ func (t *telemetry) span(tb testing.TB, name string) sdktrace.ReadOnlySpan {
 func attrs(kvs []attribute.KeyValue) map[string]string {
 	m := map[string]string{}
 	for _, kv := range kvs {
-		m[string(kv.Key)] = kv.Value.Emit()
+		m[string(kv.Key)] = kv.Value.String()
 	}
 	return m
 }
@@ -121,7 +121,7 @@ func (t *telemetry) metric(tb testing.TB, name string, want ...string) (point, b
 	match := func(set attribute.Set) bool {
 		var got []string
 		for _, kv := range set.ToSlice() {
-			got = append(got, string(kv.Key)+"="+kv.Value.Emit())
+			got = append(got, string(kv.Key)+"="+kv.Value.String())
 		}
 		slices.Sort(got)
 		return slices.Equal(got, want)

@@ -1,0 +1,112 @@
+package otelsem_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/propagation"
+
+	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/admit"
+	"github.com/distsem/distsem/core/otelsem"
+	"github.com/distsem/distsem/core/redissem"
+	"github.com/distsem/distsem/httpmw"
+	"github.com/distsem/distsem/internal/servertest"
+)
+
+// On a real redis-server, a request through httpmw queues behind a permit
+// that another process holds, then loses its lease while the handler
+// runs: the wait is a span of the request's server span, and the loss an
+// event on that span.
+func TestRedisWaitAndLostLease(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: servertest.RedisAddr(t)})
+	defer rdb.Close()
+	prefix := fmt.Sprintf("otelsem-%d:", time.Now().UnixNano())
+	t.Cleanup(func() {
+		keys, _ := rdb.Keys(context.Background(), prefix+"*").Result()
+		if len(keys) > 0 {
+			rdb.Del(context.Background(), keys...)
+		}
+	})
+
+	tel := newTelemetry(otelsem.WithKeys("api"))
+	queued, lost := make(chan struct{}), make(chan struct{})
+	obs := core.ObserverFunc(func(e core.Event) {
+		tel.obs.Observe(e)
+		switch e.Kind {
+		case core.EventWait:
+			close(queued)
+		case core.EventLost:
+			close(lost)
+		}
+	})
+	ttl := redissem.WithDefaultLeaseTTL(300 * time.Millisecond)
+	sem := redissem.New(rdb, "api", 1, redissem.WithKeyPrefix(prefix), redissem.WithObserver(obs), ttl)
+	defer sem.Close()
+	other := redissem.New(rdb, "api", 1, redissem.WithKeyPrefix(prefix), ttl) // another process
+	defer other.Close()
+
+	running := make(chan struct{})
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(running)
+		select {
+		case <-core.PermitFromContext(r.Context()).Lost():
+		case <-time.After(10 * time.Second):
+			t.Error("the lease was not lost after its holders were deleted")
+			return
+		}
+		<-lost // EventLost is reported just after Lost is closed
+	})
+	h := httpmw.Handler(handler, admit.Global(sem), httpmw.WithMaxWait(time.Minute))
+	prop := otelhttp.WithPropagators(propagation.TraceContext{})
+	srv := httptest.NewServer(otelhttp.NewHandler(h, "server", otelhttp.WithTracerProvider(tel.tp), prop))
+	defer srv.Close()
+	client := &http.Client{Transport: otelhttp.NewTransport(http.DefaultTransport, otelhttp.WithTracerProvider(tel.tp), prop)}
+	defer client.CloseIdleConnections()
+
+	held, err := other.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		<-queued
+		held.Release(context.Background())
+		<-running
+		rdb.Del(context.Background(), prefix+"{api}:h") // the holders are gone, as after a failover that lost the write
+	}()
+	ctx, test := tel.tp.Tracer("test").Start(context.Background(), "test")
+	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	test.End()
+
+	want := "" +
+		"test\n" +
+		"  HTTP GET (client)\n" +
+		"    GET (server) [distsem.lease_lost]\n" +
+		"      distsem.wait\n"
+	if got := tel.tree(); got != want {
+		t.Fatalf("span tree:\n%s\nwant:\n%s", got, want)
+	}
+	s := tel.span(t, otelsem.SpanName)
+	if got := attrs(s.Attributes()); got["distsem.semaphore"] != "api" || got["distsem.outcome"] != "acquired" {
+		t.Errorf("wait span attributes %v", got)
+	}
+	if d := s.EndTime().Sub(s.StartTime()); d <= 0 {
+		t.Errorf("the wait behind another process is a span of %v, want > 0", d)
+	}
+	if p, _ := tel.metric(t, "distsem.sem.lost_leases", "distsem.semaphore=api"); p.value != 1 {
+		t.Errorf("lost_leases{api} = %v, want 1", p.value)
+	}
+}
