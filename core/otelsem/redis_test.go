@@ -29,12 +29,7 @@ func TestRedisWaitAndLostLease(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: servertest.RedisAddr(t)})
 	defer rdb.Close()
 	prefix := fmt.Sprintf("otelsem-%d:", time.Now().UnixNano())
-	t.Cleanup(func() {
-		keys, _ := rdb.Keys(context.Background(), prefix+"*").Result()
-		if len(keys) > 0 {
-			rdb.Del(context.Background(), keys...)
-		}
-	})
+	t.Cleanup(func() { dropAll(rdb, prefix) })
 
 	tel := newTelemetry(otelsem.WithKeys("api"))
 	queued, lost := make(chan struct{}), make(chan struct{})
@@ -79,7 +74,7 @@ func TestRedisWaitAndLostLease(t *testing.T) {
 		<-queued
 		held.Release(context.Background())
 		<-running
-		rdb.Del(context.Background(), prefix+"{api}:h") // the holders are gone, as after a failover that lost the write
+		dropAll(rdb, prefix) // the holders are gone, as after a failover that lost the writes
 	}()
 	ctx, test := tel.tp.Tracer("test").Start(context.Background(), "test")
 	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
@@ -108,5 +103,13 @@ func TestRedisWaitAndLostLease(t *testing.T) {
 	}
 	if p, _ := tel.metric(t, "distsem.sem.lost_leases", "distsem.semaphore=api"); p.value != 1 {
 		t.Errorf("lost_leases{api} = %v, want 1", p.value)
+	}
+}
+
+// dropAll deletes every key that starts with prefix.
+func dropAll(rdb *redis.Client, prefix string) {
+	ctx := context.Background()
+	if keys, _ := rdb.Keys(ctx, prefix+"*").Result(); len(keys) > 0 {
+		rdb.Del(ctx, keys...)
 	}
 }
