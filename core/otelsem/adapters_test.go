@@ -2,15 +2,12 @@ package otelsem_test
 
 import (
 	"context"
-	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
-	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/propagation"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -31,25 +28,13 @@ import (
 func TestHTTPSpanTree(t *testing.T) {
 	tel := newTelemetry(otelsem.WithKeys("GET /work"))
 	queued := make(chan struct{})
-	sem := core.NewLocalKeyed(1, core.WithObserver(core.ObserverFunc(func(e core.Event) {
-		tel.obs.Observe(e)
-		if e.Kind == core.EventWait {
-			close(queued)
-		}
-	})))
+	sem := core.NewLocalKeyed(1, core.WithObserver(signal(tel.obs, map[core.EventKind]chan struct{}{core.EventWait: queued})))
 	defer sem.Close()
-	tracer := tel.tp.Tracer("test")
-
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /work", func(w http.ResponseWriter, r *http.Request) {
-		_, work := tracer.Start(r.Context(), "work")
+		_, work := tel.tp.Tracer("test").Start(r.Context(), "work")
 		work.End()
 	})
-	h := httpmw.Handler(mux, sem, httpmw.WithMaxWait(time.Minute))
-	srv := httptest.NewServer(otelhttp.NewHandler(h, "server", otelhttp.WithTracerProvider(tel.tp), otelhttp.WithPropagators(propagation.TraceContext{})))
-	defer srv.Close()
-	client := &http.Client{Transport: otelhttp.NewTransport(http.DefaultTransport, otelhttp.WithTracerProvider(tel.tp), otelhttp.WithPropagators(propagation.TraceContext{}))}
-	defer client.CloseIdleConnections()
 
 	held, err := sem.Acquire(context.Background(), "GET /work") // another request holds the one permit
 	if err != nil {
@@ -59,35 +44,17 @@ func TestHTTPSpanTree(t *testing.T) {
 		<-queued
 		held.Release(context.Background())
 	}()
-	ctx, test := tracer.Start(context.Background(), "test")
-	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/work", nil)
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	test.End()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("status %d", resp.StatusCode)
+	if code := tel.get(t, httpmw.Handler(mux, sem, httpmw.WithMaxWait(time.Minute)), "/work"); code != http.StatusOK {
+		t.Fatalf("status %d", code)
 	}
 
-	want := "" +
-		"test\n" +
-		"  HTTP GET (client)\n" +
-		"    GET (server)\n" +
-		"      distsem.wait\n" +
-		"      work\n"
-	if got := tel.tree(); got != want {
-		t.Fatalf("span tree:\n%s\nwant:\n%s", got, want)
-	}
-	s := tel.span(t, otelsem.SpanName)
-	if got := attrs(s.Attributes()); got["distsem.semaphore"] != "GET /work" || got["distsem.outcome"] != "acquired" {
-		t.Errorf("wait span attributes %v", got)
-	}
-	if s.EndTime().Sub(s.StartTime()) <= 0 {
-		t.Errorf("the wait of a queued request is a span of %v, want > 0", s.EndTime().Sub(s.StartTime()))
-	}
+	tel.wantTree(t, ""+
+		"test\n"+
+		"  HTTP GET (client)\n"+
+		"    GET (server)\n"+
+		"      distsem.wait\n"+
+		"      work\n")
+	tel.queuedWait(t, "GET /work")
 }
 
 // A unary call and a server stream through otelgrpc's stats handlers and
@@ -153,9 +120,7 @@ func TestGRPCSpanTree(t *testing.T) {
 		"  grpc.health.v1.Health/Watch (client)\n" +
 		"    grpc.health.v1.Health/Watch (server)\n" +
 		"      distsem.wait\n"
-	if got := tel.tree(); got != want {
-		t.Fatalf("span tree:\n%s\nwant:\n%s", got, want)
-	}
+	tel.wantTree(t, want)
 }
 
 // A query through sqlmw: the wait is a span of the span in the query's
@@ -177,9 +142,7 @@ func TestSQLSpanTree(t *testing.T) {
 	}
 	request.End()
 
-	if got, want := tel.tree(), "request\n  distsem.wait\n"; got != want {
-		t.Fatalf("span tree:\n%s\nwant:\n%s", got, want)
-	}
+	tel.wantTree(t, "request\n  distsem.wait\n")
 	if got := attrs(tel.span(t, otelsem.SpanName).Attributes()); got["distsem.semaphore"] != "orders-db" {
 		t.Errorf("wait span attributes %v", got)
 	}

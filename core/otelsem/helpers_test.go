@@ -3,11 +3,16 @@ package otelsem_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -15,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/goleak"
 
+	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/otelsem"
 	"github.com/distsem/distsem/internal/servertest"
 )
@@ -113,10 +119,7 @@ type point struct {
 // exactly want (each "key=value"), and whether there is one.
 func (t *telemetry) metric(tb testing.TB, name string, want ...string) (point, bool) {
 	tb.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := t.reader.Collect(context.Background(), &rm); err != nil {
-		tb.Fatal(err)
-	}
+	rm := t.collect(tb)
 	slices.Sort(want)
 	match := func(set attribute.Set) bool {
 		var got []string
@@ -153,11 +156,7 @@ func (t *telemetry) metric(tb testing.TB, name string, want ...string) (point, b
 // series counts the data points of the metric name.
 func (t *telemetry) series(tb testing.TB, name string) int {
 	tb.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := t.reader.Collect(context.Background(), &rm); err != nil {
-		tb.Fatal(err)
-	}
-	for _, sm := range rm.ScopeMetrics {
+	for _, sm := range t.collect(tb).ScopeMetrics {
 		for _, m := range sm.Metrics {
 			if m.Name != name {
 				continue
@@ -171,4 +170,67 @@ func (t *telemetry) series(tb testing.TB, name string) int {
 		}
 	}
 	return 0
+}
+
+func (t *telemetry) collect(tb testing.TB) metricdata.ResourceMetrics {
+	tb.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := t.reader.Collect(context.Background(), &rm); err != nil {
+		tb.Fatal(err)
+	}
+	return rm
+}
+
+// wantTree fails tb unless the span tree is want.
+func (t *telemetry) wantTree(tb testing.TB, want string) {
+	tb.Helper()
+	if got := t.tree(); got != want {
+		tb.Fatalf("span tree:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// get serves h behind otelhttp's handler, sends it a GET of path through
+// otelhttp's transport under a span named "test", and returns the status.
+// Both ends propagate the trace with W3C trace context.
+func (t *telemetry) get(tb testing.TB, h http.Handler, path string) int {
+	tb.Helper()
+	prop := otelhttp.WithPropagators(propagation.TraceContext{})
+	srv := httptest.NewServer(otelhttp.NewHandler(h, "server", otelhttp.WithTracerProvider(t.tp), prop))
+	defer srv.Close()
+	client := &http.Client{Transport: otelhttp.NewTransport(http.DefaultTransport, otelhttp.WithTracerProvider(t.tp), prop)}
+	defer client.CloseIdleConnections()
+	ctx, test := t.tp.Tracer("test").Start(context.Background(), "test")
+	defer test.End()
+	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+path, nil)
+	resp, err := client.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// queuedWait checks the one wait span: a grant of semaphore that queued
+// for some time.
+func (t *telemetry) queuedWait(tb testing.TB, semaphore string) {
+	tb.Helper()
+	s := t.span(tb, otelsem.SpanName)
+	if got := attrs(s.Attributes()); got["distsem.semaphore"] != semaphore || got["distsem.outcome"] != "acquired" {
+		tb.Errorf("wait span attributes %v, want semaphore %s, outcome acquired", got, semaphore)
+	}
+	if d := s.EndTime().Sub(s.StartTime()); d <= 0 {
+		tb.Errorf("the wait of a queued Acquire is a span of %v, want > 0", d)
+	}
+}
+
+// signal returns obs followed by closing the channel of each event kind in
+// on, for a test to wait for that event; each kind must come once.
+func signal(obs core.Observer, on map[core.EventKind]chan struct{}) core.Observer {
+	return core.ObserverFunc(func(e core.Event) {
+		obs.Observe(e)
+		if ch := on[e.Kind]; ch != nil {
+			close(ch)
+		}
+	})
 }

@@ -3,15 +3,11 @@ package otelsem_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
-	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/admit"
@@ -33,15 +29,7 @@ func TestRedisWaitAndLostLease(t *testing.T) {
 
 	tel := newTelemetry(otelsem.WithKeys("api"))
 	queued, lost := make(chan struct{}), make(chan struct{})
-	obs := core.ObserverFunc(func(e core.Event) {
-		tel.obs.Observe(e)
-		switch e.Kind {
-		case core.EventWait:
-			close(queued)
-		case core.EventLost:
-			close(lost)
-		}
-	})
+	obs := signal(tel.obs, map[core.EventKind]chan struct{}{core.EventWait: queued, core.EventLost: lost})
 	ttl := redissem.WithDefaultLeaseTTL(300 * time.Millisecond)
 	sem := redissem.New(rdb, "api", 1, redissem.WithKeyPrefix(prefix), redissem.WithObserver(obs), ttl)
 	defer sem.Close()
@@ -59,13 +47,6 @@ func TestRedisWaitAndLostLease(t *testing.T) {
 		}
 		<-lost // EventLost is reported just after Lost is closed
 	})
-	h := httpmw.Handler(handler, admit.Global(sem), httpmw.WithMaxWait(time.Minute))
-	prop := otelhttp.WithPropagators(propagation.TraceContext{})
-	srv := httptest.NewServer(otelhttp.NewHandler(h, "server", otelhttp.WithTracerProvider(tel.tp), prop))
-	defer srv.Close()
-	client := &http.Client{Transport: otelhttp.NewTransport(http.DefaultTransport, otelhttp.WithTracerProvider(tel.tp), prop)}
-	defer client.CloseIdleConnections()
-
 	held, err := other.Acquire(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -76,31 +57,16 @@ func TestRedisWaitAndLostLease(t *testing.T) {
 		<-running
 		dropAll(rdb, prefix) // the holders are gone, as after a failover that lost the writes
 	}()
-	ctx, test := tel.tp.Tracer("test").Start(context.Background(), "test")
-	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	if code := tel.get(t, httpmw.Handler(handler, admit.Global(sem), httpmw.WithMaxWait(time.Minute)), "/"); code != http.StatusOK {
+		t.Fatalf("status %d", code)
 	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	test.End()
 
-	want := "" +
-		"test\n" +
-		"  HTTP GET (client)\n" +
-		"    GET (server) [distsem.lease_lost]\n" +
-		"      distsem.wait\n"
-	if got := tel.tree(); got != want {
-		t.Fatalf("span tree:\n%s\nwant:\n%s", got, want)
-	}
-	s := tel.span(t, otelsem.SpanName)
-	if got := attrs(s.Attributes()); got["distsem.semaphore"] != "api" || got["distsem.outcome"] != "acquired" {
-		t.Errorf("wait span attributes %v", got)
-	}
-	if d := s.EndTime().Sub(s.StartTime()); d <= 0 {
-		t.Errorf("the wait behind another process is a span of %v, want > 0", d)
-	}
+	tel.wantTree(t, ""+
+		"test\n"+
+		"  HTTP GET (client)\n"+
+		"    GET (server) [distsem.lease_lost]\n"+
+		"      distsem.wait\n")
+	tel.queuedWait(t, "api")
 	if p, _ := tel.metric(t, "distsem.sem.lost_leases", "distsem.semaphore=api"); p.value != 1 {
 		t.Errorf("lost_leases{api} = %v, want 1", p.value)
 	}

@@ -53,9 +53,7 @@ func TestWaitSpanCoversTheWait(t *testing.T) {
 		}
 		second.End()
 
-		if got, want := tel.tree(), "first\n  distsem.wait\nsecond\n  distsem.wait\n"; got != want {
-			t.Fatalf("span tree:\n%s\nwant:\n%s", got, want)
-		}
+		tel.wantTree(t, "first\n  distsem.wait\nsecond\n  distsem.wait\n")
 		for _, c := range []struct {
 			parent trace.Span
 			weight string
@@ -155,12 +153,7 @@ func TestLeaseLostEvent(t *testing.T) {
 	defer rdb.Close()
 	tel := newTelemetry(otelsem.WithKeys("jobs"))
 	reported := make(chan struct{})
-	both := core.ObserverFunc(func(e core.Event) {
-		tel.obs.Observe(e)
-		if e.Kind == core.EventLost {
-			close(reported)
-		}
-	})
+	both := signal(tel.obs, map[core.EventKind]chan struct{}{core.EventLost: reported})
 	sem := redissem.New(rdb, "jobs", 1, redissem.WithObserver(both), redissem.WithDefaultLeaseTTL(300*time.Millisecond))
 	defer sem.Close()
 
@@ -175,9 +168,7 @@ func TestLeaseLostEvent(t *testing.T) {
 	p.Release(ctx)
 	job.End()
 
-	if got, want := tel.tree(), "job [distsem.lease_lost]\n  distsem.wait\n"; got != want {
-		t.Fatalf("span tree:\n%s\nwant:\n%s", got, want)
-	}
+	tel.wantTree(t, "job [distsem.lease_lost]\n  distsem.wait\n")
 	e := tel.span(t, "job").Events()[0]
 	if got, want := attrs(e.Attributes), map[string]string{"distsem.semaphore": "jobs", "distsem.weight": "1"}; !maps.Equal(got, want) {
 		t.Errorf("event attributes %v, want %v", got, want)
