@@ -1,7 +1,7 @@
 // Package otelsem records a distsem semaphore's waits as OpenTelemetry
 // spans, and its metrics as OpenTelemetry instruments. Its Observer is a
-// core.Observer: pass it to the semaphore with core.WithObserver (or
-// redissem.WithObserver, consul.WithObserver), and every user of that
+// core.Observer: pass it to the semaphore with core.WithObserver (Local,
+// Consul) or redissem.WithObserver, and every user of that
 // semaphore is covered: sqlmw's queries, direct Acquire calls, and the
 // HTTP, gRPC and Echo adapters alike.
 //
@@ -31,8 +31,11 @@
 //
 // # Metrics
 //
-// They mean what promsem's do, with the same names once an OpenTelemetry
-// Prometheus exporter has translated them:
+// They mean what promsem's do. Translated to Prometheus names with
+// underscores and unit suffixes, they are promsem's names
+// (distsem_sem_acquire_wait_seconds, distsem_sem_in_use, …,
+// distsem_sem_backend_errors_total), with the attributes below as labels
+// where promsem has key, result and kind:
 //
 //	distsem.sem.acquire.wait    histogram, s: time queued, by distsem.semaphore and distsem.outcome
 //	distsem.sem.in_use          up-down counter, {permit}: permit weight held by this process

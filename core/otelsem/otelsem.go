@@ -40,8 +40,8 @@ var (
 
 // Observer is a core.Observer that records a span for each wait for a
 // permit and the semaphore's metrics. Make one and pass it
-// (core.WithObserver, redissem.WithObserver, consul.WithObserver) to as
-// many semaphores as share its keys. Its methods are safe for concurrent
+// (core.WithObserver, redissem.WithObserver) to as many semaphores as
+// share its keys. Its methods are safe for concurrent
 // use and never block.
 type Observer struct {
 	tracer    trace.Tracer
