@@ -69,9 +69,10 @@ var errorKinds = []string{"timeout", "network", "server", "closed", "other"}
 var _ core.Observer = (*Observer)(nil)
 
 // New returns an Observer. It panics if the WithOtherLabel value is also
-// the label of a WithKeys key. An instrument that the meter provider
-// refuses (for bad WithBuckets, say) is reported to otel.Handle, and the
-// Observer records nothing with it.
+// the label of a WithKeys key. An error from the meter provider (bad
+// WithBuckets, say) goes to otel.Handle, and the Observer records with
+// what the provider returned: the SDK then falls back to its default
+// buckets.
 func New(opts ...Option) *Observer {
 	o := newOptions(opts)
 	meter := o.mp.Meter(ScopeName)
