@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"time"
+
+	"github.com/distsem/distsem/core"
 )
 
 // state is what status and watch show of one semaphore.
@@ -50,8 +52,12 @@ type inspector interface {
 // newInspector returns the inspector that status and watch use on b.
 func newInspector(b backend) inspector { return statsInspector{b} }
 
-// statsInspector reads a semaphore's counts with Stats. The backends
-// cannot list holders and waiters yet, so it never does.
+// maxListed is how many holders, and how many waiters, status lists of
+// one semaphore; the rest are counted.
+const maxListed = 100
+
+// statsInspector reads a semaphore's counts with Stats, and lists its
+// holders and waiters when the semaphore can (core.Inspector).
 type statsInspector struct{ b backend }
 
 func (i statsInspector) inspect(ctx context.Context, name string) (state, error) {
@@ -64,10 +70,26 @@ func (i statsInspector) inspect(ctx context.Context, name string) (state, error)
 	if st.Stored, err = i.b.stored(ctx, name); err != nil || !st.Stored {
 		return st, err
 	}
-	s, err := sem.Stats(ctx)
+	in, ok := sem.(core.Inspector)
+	if !ok {
+		s, err := sem.Stats(ctx)
+		if err != nil {
+			return st, err
+		}
+		st.Limit, st.InUse, st.Waiting = s.Limit, s.InUse, s.Waiting
+		return st, nil
+	}
+	snap, err := in.Inspect(ctx, maxListed)
 	if err != nil {
 		return st, err
 	}
-	st.Limit, st.InUse, st.Waiting = s.Limit, s.InUse, s.Waiting
+	st.Limit, st.InUse, st.Waiting, st.Listed = snap.Limit, snap.InUse, snap.Waiting, true
+	st.OmittedHolders, st.OmittedWaiters = snap.OmittedHolders, snap.OmittedWaiters
+	for _, h := range snap.Holders {
+		st.Holders = append(st.Holders, holder{h.ID, h.Weight, h.Token, h.GrantedAt, h.LeaseEnd, h.Owner, h.Note})
+	}
+	for _, w := range snap.Waiters {
+		st.Waiters = append(st.Waiters, waiter{w.Position, w.Weight, w.Since, w.Owner, w.Note})
+	}
 	return st, nil
 }

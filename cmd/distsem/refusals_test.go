@@ -28,7 +28,7 @@ func TestRunRefusesBeforeAnyPermit(t *testing.T) {
 		{"a weight of 0", []string{"-n", "2", "-name", name, "-weight", "0"}, exitUsage},
 		{"a weight above the limit", []string{"-n", "2", "-name", name, "-weight", "3"}, exitUsage},
 		{"a lease below 100ms", []string{"-n", "2", "-name", name, "-ttl", "10ms"}, exitUsage},
-		{"a note", []string{"-n", "2", "-name", name, "-note", "backup"}, exitUsage},
+		{"a note over 64 bytes", []string{"-n", "2", "-name", name, "-note", strings.Repeat("n", 65)}, exitUsage},
 		{"a bad duration", []string{"-n", "2", "-name", name, "-wait", "soon"}, exitUsage},
 		{"an unknown scheme", []string{"-n", "2", "-name", name, "-redis", "http://127.0.0.1:1"}, exitUsage},
 		{"a URL without a scheme", []string{"-n", "2", "-name", name, "-redis", "127.0.0.1:6379"}, exitUsage},

@@ -56,7 +56,7 @@ func (a *app) runCmd(ctx context.Context, args []string) error {
 	fs.DurationVar(&o.wait, "wait", 0, "give up, exit 75, if no permit comes within this `duration`; 0 waits as long as it takes")
 	fs.DurationVar(&o.ttl, "ttl", 10*time.Second, "the permit's lease: renewed while distsem runs, it ends this `duration` after distsem dies (at least 100ms; Consul's minimum is 10s)")
 	fs.DurationVar(&o.grace, "grace", 10*time.Second, "after a lost lease, how long the command has between SIGTERM and SIGKILL")
-	fs.StringVar(&o.note, "note", "", "a `text` shown with the permit by status; not supported yet by the backends, so it is refused")
+	fs.StringVar(&o.note, "note", "", "a short `text` shown with the permit by status (at most 64 bytes of printable UTF-8)")
 	bf.register(fs)
 	if err := a.parseFlags(fs, runHead, args); err != nil {
 		return err
@@ -106,8 +106,8 @@ func (o *runOptions) check(argv []string) error {
 		return usageErrorf("run: -weight must be at least 1 (got %d)", o.weight)
 	case o.wait < 0 || o.grace < 0:
 		return usageErrorf("run: -wait and -grace cannot be negative")
-	case o.note != "":
-		return usageErrorf("run: -note is not supported yet: the backends cannot store a note with a permit")
+	case len(o.note) > core.MaxNoteLen:
+		return usageErrorf("run: -note is %d bytes, over %d", len(o.note), core.MaxNoteLen)
 	case len(argv) == 0:
 		return usageErrorf("run: no command (distsem run -n N -name NAME -- command [argument...])")
 	}
@@ -133,7 +133,11 @@ func acquire(ctx context.Context, sem semaphore, o *runOptions, sigs <-chan os.S
 		}
 		got <- s
 	}()
-	p, err := sem.Acquire(wctx, core.WithWeight(o.weight))
+	opts := []core.AcquireOption{core.WithWeight(o.weight)}
+	if o.note != "" {
+		opts = append(opts, core.WithNote(o.note))
+	}
+	p, err := sem.Acquire(wctx, opts...)
 	close(done)
 	if s := <-got; s != nil { // also when the grant raced the signal
 		if p != nil {

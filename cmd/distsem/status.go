@@ -12,9 +12,10 @@ import (
 const statusHead = `Usage: distsem status [flags] NAME...
 
 Prints each semaphore's limit, the permits in use (the sum of the holders'
-weights) and the number of queued waiters. The holders and waiters are not
-listed yet: the backends cannot list them, and status prints
-"holders: (not available)". A semaphore the backend holds nothing of
+weights) and the number of queued waiters, then its holders (id, weight,
+fencing token, grant time, lease end, owner, note) and waiters (position,
+weight, queued since, owner, note), at most 100 of each; the rest are
+counted. A semaphore the backend holds nothing of
 (never used, or idle until its keys expired) shows "-" counts and "no
 state" (in JSON, "stored": false and counts of 0).
 status changes nothing in the backend.

@@ -22,7 +22,7 @@ func TestStatusJSONAndSetLimit(t *testing.T) {
 	name, prefix := uniqueName()
 	sem, _ := testSem(t, name, prefix, 3)
 	ctx := context.Background()
-	hold(t, sem, core.WithWeight(2))
+	hold(t, sem, core.WithWeight(2), core.WithNote("nightly backup"))
 	granted := make(chan *core.Permit, 1)
 	go func() {
 		q, _ := sem.Acquire(ctx, core.WithWeight(2))
@@ -47,8 +47,17 @@ func TestStatusJSONAndSetLimit(t *testing.T) {
 	}
 	got := status()
 	want := []jsonState{{Name: name, Stored: true, Limit: 3, InUse: 2, Waiting: 1}, {Name: "unused"}}
-	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+	if len(got) != 2 || counts(got[0]) != want[0] || got[1] != want[1] {
 		t.Fatalf("status -json: %+v, want %+v", got, want)
+	}
+	if got[0].Holders == nil || len(*got[0].Holders) != 1 || got[0].Waiters == nil || len(*got[0].Waiters) != 1 {
+		t.Fatalf("status -json lists %+v and %+v, want one holder and one waiter", got[0].Holders, got[0].Waiters)
+	}
+	if h := (*got[0].Holders)[0]; h.Weight != 2 || h.Note != "nightly backup" || h.Owner != core.DefaultOwner() || h.Token <= 0 {
+		t.Errorf("the holder: %+v, want weight 2, the note, owner %q and a token", h, core.DefaultOwner())
+	}
+	if w := (*got[0].Waiters)[0]; w.Position != 0 || w.Weight != 2 {
+		t.Errorf("the waiter: %+v, want the head, weight 2", w)
 	}
 
 	cmd, _, stderr := distsem(t, "set-limit", "-redis", url, "-prefix", prefix, name, "4")
@@ -62,12 +71,18 @@ func TestStatusJSONAndSetLimit(t *testing.T) {
 	defer q.Release(ctx)
 	got = status()
 	want[0] = jsonState{Name: name, Stored: true, Limit: 4, InUse: 4}
-	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+	if len(got) != 2 || counts(got[0]) != want[0] || got[1] != want[1] {
 		t.Fatalf("status -json after set-limit: %+v, want %+v", got, want)
 	}
 }
 
-// The table says that holders are not listed yet.
+// counts is s without its lists.
+func counts(s jsonState) jsonState {
+	s.Holders, s.Waiters = nil, nil
+	return s
+}
+
+// The table lists the holders and waiters under the counts.
 func TestStatusTable(t *testing.T) {
 	t.Parallel()
 	url := redisURL(t)
@@ -82,8 +97,9 @@ func TestStatusTable(t *testing.T) {
 		t.Fatalf("status exited %d: %s", code, stderr)
 	}
 	want := "NAME" + strings.Repeat(" ", len(name)-2) + "LIMIT  IN USE  WAITING\n" +
-		name + "  5      0       0\n" +
-		"holders: (not available)\n"
+		name + "  5      0       0\n\n" +
+		name + " holders:\nID  WEIGHT  TOKEN  GRANTED  LEASE END  OWNER  NOTE\n\n" +
+		name + " waiters:\nPOS  WEIGHT  SINCE  OWNER  NOTE\n"
 	if stdout.String() != want {
 		t.Fatalf("status printed\n%s\nwant\n%s", stdout, want)
 	}
