@@ -78,3 +78,26 @@ type ObserverFunc func(Event)
 
 // Observe calls f(e).
 func (f ObserverFunc) Observe(e Event) { f(e) }
+
+// Observers returns an Observer that passes each event to every one of
+// obs, in order, and skips the nil ones: for example a Prometheus and an
+// OpenTelemetry observer on one semaphore, which takes one observer. Like
+// each of obs, it is safe for concurrent use and does not block if they
+// do not.
+func Observers(obs ...Observer) Observer {
+	list := make([]Observer, 0, len(obs))
+	for _, o := range obs {
+		if o != nil {
+			list = append(list, o)
+		}
+	}
+	return observers(list)
+}
+
+type observers []Observer
+
+func (l observers) Observe(e Event) {
+	for _, o := range l {
+		o.Observe(e)
+	}
+}

@@ -58,11 +58,12 @@
 //
 // # With other observers
 //
-// A semaphore has one observer. To feed promsem's Collector too, call both:
+// A semaphore has one observer. To feed promsem's Collector too, combine
+// them with core.Observers:
 //
 //	col := promsem.New(promsem.WithKeys("orders-db"))
 //	obs := otelsem.New(otelsem.WithKeys("orders-db"))
-//	both := core.ObserverFunc(func(e core.Event) { col.Observe(e); obs.Observe(e) })
+//	both := core.Observers(col, obs)
 //	sem := redissem.New(rdb, "orders-db", 8, redissem.WithObserver(both))
 //
 // This package is apart from core so that core, and the users who do not
