@@ -138,6 +138,7 @@ func workerMain(ctx context.Context, cfgJSON string, stdout io.Writer) error {
 
 	var db *sql.DB
 	var permitWait, permits atomic.Int64
+	stopReports := func() error { return nil } // ends what reports in the background
 	switch cfg.Mode {
 	case "semaphore":
 		opt, err := redis.ParseURL(cfg.Redis)
@@ -162,6 +163,7 @@ func workerMain(ctx context.Context, cfgJSON string, stdout io.Writer) error {
 			return err
 		}
 		defer lim.Close()
+		stopReports = lim.Close // its decisions are reports: none after done
 		db = sqlmw.OpenDB(connector, lim)
 	case "setmaxopen":
 		db = sql.OpenDB(connector)
@@ -200,6 +202,7 @@ func workerMain(ctx context.Context, cfgJSON string, stdout io.Writer) error {
 	if err := <-errs; err != nil {
 		return err
 	}
+	_ = stopReports()
 	out.send(report{Kind: kindDone, PermitWait: time.Duration(permitWait.Load()), Permits: permits.Load(), PoolWait: db.Stats().WaitDuration})
 	return nil
 }
