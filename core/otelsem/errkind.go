@@ -3,32 +3,14 @@ package otelsem
 import (
 	"context"
 	"errors"
-	"io"
-	"net"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/internal/errkind"
 )
 
-// errorKind sorts a backend error into one of the errorKinds, as
-// promsem.ErrorKind does: "timeout", "network", "server" (an error reply
-// from Redis), "closed" or "other".
-func errorKind(err error) string {
-	var rerr redis.Error
-	var nerr net.Error
-	switch {
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &nerr) && nerr.Timeout():
-		return "timeout"
-	case errors.Is(err, core.ErrClosed), errors.Is(err, redis.ErrClosed), errors.Is(err, net.ErrClosed):
-		return "closed"
-	case errors.As(err, &rerr):
-		return "server"
-	case errors.As(err, &nerr), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return "network"
-	}
-	return "other"
-}
+// errorKind sorts a backend error as promsem.ErrorKind does: "timeout",
+// "network", "server" (an error reply from Redis), "closed" or "other".
+func errorKind(err error) string { return errkind.Of(err) }
 
 // abandonKind says why a wait was abandoned: "closed" (the semaphore was
 // closed), "deadline_exceeded" (the caller's deadline passed: no permit in

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/internal/errkind"
 )
 
 // ScopeName is the instrumentation scope of the Observer's tracer and
@@ -64,7 +65,7 @@ type series struct {
 }
 
 // errorKinds are the values of error.type on distsem.sem.backend_errors.
-var errorKinds = []string{"timeout", "network", "server", "closed", "other"}
+var errorKinds = errkind.Kinds
 
 var _ core.Observer = (*Observer)(nil)
 

@@ -1,15 +1,10 @@
 package promsem
 
 import (
-	"context"
-	"errors"
-	"io"
-	"net"
-
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/internal/errkind"
 )
 
 // Collector is a core.Observer and a prometheus.Collector. Register it
@@ -35,7 +30,7 @@ type series struct {
 }
 
 // errorKinds are the values of the kind label.
-var errorKinds = []string{"timeout", "network", "server", "closed", "other"}
+var errorKinds = errkind.Kinds
 
 var (
 	_ core.Observer        = (*Collector)(nil)
@@ -127,22 +122,8 @@ func (c *Collector) Observe(e core.Event) {
 
 // ErrorKind sorts a backend error into one of the kind label's values:
 // "timeout", "network", "server" (an error reply from Redis), "closed" or
-// "other".
-func ErrorKind(err error) string {
-	var rerr redis.Error
-	var nerr net.Error
-	switch {
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &nerr) && nerr.Timeout():
-		return "timeout"
-	case errors.Is(err, core.ErrClosed), errors.Is(err, redis.ErrClosed), errors.Is(err, net.ErrClosed):
-		return "closed"
-	case errors.As(err, &rerr):
-		return "server"
-	case errors.As(err, &nerr), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return "network"
-	}
-	return "other"
-}
+// "other". core/otelsem labels its errors alike.
+func ErrorKind(err error) string { return errkind.Of(err) }
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
