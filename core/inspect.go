@@ -2,13 +2,10 @@ package core
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"strconv"
 	"sync"
 	"time"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/distsem/distsem/core/internal/names"
 )
 
 // Inspector is a semaphore that lists its holders and waiters, for
@@ -103,34 +100,7 @@ var defaultOwner = sync.OnceValue(DefaultOwner)
 
 // DefaultOwner returns "<host>:<pid>": the host name (os.Hostname, or
 // "unknown") and the process id, cut to MaxOwnerLen bytes.
-func DefaultOwner() string {
-	host, err := os.Hostname()
-	if err != nil || host == "" || checkText(host, MaxOwnerLen) != "" {
-		host = "unknown"
-	}
-	o := host + ":" + strconv.Itoa(os.Getpid())
-	if len(o) > MaxOwnerLen {
-		o = o[len(o)-MaxOwnerLen:]
-	}
-	return o
-}
-
-// checkText returns why s is not a valid note or owner of at most max
-// bytes, or "" if it is.
-func checkText(s string, max int) string {
-	if len(s) > max {
-		return fmt.Sprintf("%d bytes, more than %d", len(s), max)
-	}
-	if !utf8.ValidString(s) {
-		return "not valid UTF-8"
-	}
-	for _, r := range s {
-		if unicode.IsControl(r) {
-			return "has a control character"
-		}
-	}
-	return ""
-}
+func DefaultOwner() string { return names.Owner(MaxOwnerLen) }
 
 // CheckInspectLimit returns an ErrInvalidArgument error unless limit is in
 // [1, MaxInspectLimit], for backends outside this package.

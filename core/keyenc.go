@@ -3,10 +3,10 @@ package core
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"strings"
-	"unicode"
 	"unicode/utf8"
+
+	"github.com/distsem/distsem/core/internal/names"
 )
 
 // MaxKeyLen is the longest key, in bytes, that a keyed semaphore keeps as
@@ -16,13 +16,6 @@ import (
 // observers see (see Keyed). Two distinct keys always get distinct
 // semaphores, short or long (up to a SHA-256 collision).
 const MaxKeyLen = 256
-
-// keySep separates a keyed semaphore's name from the encoding of its key in
-// the Redis name of the key's semaphore. Plain names (of a semaphore, and of a
-// keyed semaphore) must not contain it, so the first keySep of a
-// Redis name ends the keyed semaphore's name, and no keyed semaphore's key
-// can ever name another keyed semaphore's key or a plain semaphore.
-const keySep = '#'
 
 // keyID identifies a key in a keyed semaphore's map: the key itself, or the
 // hex SHA-256 of a key longer than MaxKeyLen. hashed keeps the two apart, so
@@ -68,68 +61,12 @@ func (id keyID) label(key string) string {
 	return strings.Clone(key[:n]) + "…#" + id.s[:16]
 }
 
-// redisPart returns how the key appears in Redis names: the key escaped
-// (see escapeKey) when that is 1 to maxEscapedLen bytes, else '#' and 32
-// hex digits of its SHA-256 (128 bits). The escaped form never contains
-// '#', the hashed one starts with it, so the encoding is injective (up to
-// a collision of the hash) and never breaks the {hash tag}.
+// redisPart returns how the key appears in Redis names: see Key.Name.
 func (id keyID) redisPart() string {
 	if id.hashed {
 		return "#" + id.s[:32]
 	}
-	return safeKey(id.s)
-}
-
-// maxEscapedLen is the longest escaped key that Redis names show as it is;
-// a longer one is hashed.
-const maxEscapedLen = 64
-
-// safeKey is redisPart of a short key.
-func safeKey(key string) string {
-	if n := escapedLen(key); n > 0 && n <= maxEscapedLen {
-		return escapeKey(key, n)
-	}
-	sum := sha256.Sum256([]byte(key))
-	return "#" + hex.EncodeToString(sum[:16])
-}
-
-// keptByte reports whether a key's byte c appears in Redis names as it is:
-// [A-Za-z0-9._/:-]. Every other byte ('%' itself, white space, '#', '{',
-// '}', non-ASCII) is escaped.
-func keptByte(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("._-/:", c) >= 0
-}
-
-// escapedLen is the length of escapeKey(key).
-func escapedLen(key string) int {
-	n := len(key)
-	for i := 0; i < len(key); i++ {
-		if !keptByte(key[i]) {
-			n += 2
-		}
-	}
-	return n
-}
-
-// escapeKey returns key with each byte that keptByte rejects written as
-// '%' and two upper-case hex digits, as in a URL: "GET /users/{id}" is
-// "GET%20/users/%7Bid%7D". Since '%' is escaped too, distinct keys have
-// distinct escapes; a key with nothing to escape is returned as it is. n
-// is escapedLen(key).
-func escapeKey(key string, n int) string {
-	if n == len(key) {
-		return key
-	}
-	const hexDigits = "0123456789ABCDEF"
-	b := make([]byte, 0, n)
-	for i := 0; i < len(key); i++ {
-		if c := key[i]; keptByte(c) {
-			b = append(b, c)
-		} else {
-			b = append(b, '%', hexDigits[c>>4], hexDigits[c&15])
-		}
-	}
-	return string(b)
+	return names.Part(id.s)
 }
 
 // keyedName is the Redis name of key's semaphore in the keyed semaphore
@@ -138,26 +75,15 @@ func escapeKey(key string, n int) string {
 // "api#GET%20/users/%7Bid%7D", and with a key whose escape is longer than
 // 64 bytes it is "api##" + 32 hex digits.
 func keyedName(name string, id keyID) string {
-	return name + string(keySep) + id.redisPart()
+	return name + string(names.Sep) + id.redisPart()
 }
 
-// checkName panics unless name is a valid plain semaphore name.
+// checkName panics unless name is a valid plain semaphore name: not
+// empty, and without '{', '}', '#' or white space.
 func checkName(name string) {
-	if err := nameError(name); err != nil {
+	if err := names.CheckName(name); err != nil {
 		panic(err.Error())
 	}
-}
-
-// nameError says why name is not a valid plain name: it must not be empty
-// nor contain '{', '}', '#' (keySep) or white space.
-func nameError(name string) error {
-	if name == "" {
-		return fmt.Errorf("core: semaphore name must not be empty")
-	}
-	if strings.IndexFunc(name, func(r rune) bool { return r == '{' || r == '}' || r == keySep || unicode.IsSpace(r) }) >= 0 {
-		return fmt.Errorf("core: semaphore name %q must not contain '{', '}', '#' or white space", name)
-	}
-	return nil
 }
 
 // Key is one key of a keyed semaphore, as the backend that makes the
@@ -189,8 +115,7 @@ func (k Key) Name(base string) string { return keyedName(base, k.id) }
 // that Name keeps verbatim. It never equals Name of another key.
 func (k Key) HashedName(base string) string {
 	if k.id.hashed {
-		return base + string(keySep) + "#" + k.id.s[:32]
+		return base + string(names.Sep) + "#" + k.id.s[:32]
 	}
-	sum := sha256.Sum256([]byte(k.id.s))
-	return base + string(keySep) + "#" + hex.EncodeToString(sum[:16])
+	return base + string(names.Sep) + names.Hash(k.id.s)
 }

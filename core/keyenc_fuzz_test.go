@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/distsem/distsem/core/internal/names"
 )
 
 // FuzzKeyEncoding searches for two (name, key) pairs whose keyed semaphores
@@ -26,7 +28,7 @@ func FuzzKeyEncoding(f *testing.F) {
 	f.Add("r", "#", "r", "%23")
 	f.Add("r", strings.Repeat(" ", 21), "r", strings.Repeat(" ", 22))
 	f.Fuzz(func(t *testing.T, name1, key1, name2, key2 string) {
-		if nameError(name1) != nil || nameError(name2) != nil {
+		if names.CheckName(name1) != nil || names.CheckName(name2) != nil {
 			return
 		}
 		id1, id2 := newKeyID(key1), newKeyID(key2)
@@ -38,7 +40,7 @@ func FuzzKeyEncoding(f *testing.F) {
 			t.Fatalf("Redis names of (%q, %q) and (%q, %q): %q, %q", name1, key1, name2, key2, r1, r2)
 		}
 		for _, r := range []string{r1, r2} {
-			if nameError(r) == nil {
+			if names.CheckName(r) == nil {
 				t.Fatalf("keyed Redis name %q is also a valid plain name", r)
 			}
 			// The name goes between '{' and '}': it must not end the tag.
@@ -54,15 +56,15 @@ func FuzzKeyEncoding(f *testing.F) {
 		for _, k := range []string{key1, key2} {
 			part := newKeyID(k).redisPart()
 			if strings.HasPrefix(part, "#") {
-				if k != "" && len(k) <= MaxKeyLen && escapedLen(k) <= maxEscapedLen {
+				if k != "" && len(k) <= MaxKeyLen && names.EscapedLen(k) <= names.MaxEscapedLen {
 					t.Fatalf("key %q hashed (%q), though its escape fits", k, part)
 				}
 				continue
 			}
-			if strings.ContainsFunc(part, func(r rune) bool { return r != '%' && (r > 0x7f || !keptByte(byte(r))) }) {
+			if strings.ContainsFunc(part, func(r rune) bool { return r != '%' && (r > 0x7f || !names.KeptByte(byte(r))) }) {
 				t.Fatalf("key %q shown as %q, with a byte that should be escaped", k, part)
 			}
-			if got, ok := unescapeKey(part); !ok || got != k {
+			if got, ok := unescape(part); !ok || got != k {
 				t.Fatalf("key %q shown as %q, which decodes to %q (ok %v)", k, part, got, ok)
 			}
 		}
@@ -72,14 +74,14 @@ func FuzzKeyEncoding(f *testing.F) {
 	})
 }
 
-// unescapeKey undoes escapeKey, strictly: false unless s is exactly the
+// unescape undoes names.Escape, strictly: false unless s is exactly the
 // escape of some key (kept bytes as they are, every other byte as '%' and
 // two upper-case hex digits).
-func unescapeKey(s string) (string, bool) {
+func unescape(s string) (string, bool) {
 	var b []byte
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if keptByte(c) {
+		if names.KeptByte(c) {
 			b = append(b, c)
 			continue
 		}
@@ -87,7 +89,7 @@ func unescapeKey(s string) (string, bool) {
 			return "", false
 		}
 		v, err := strconv.ParseUint(s[i+1:i+3], 16, 8)
-		if err != nil || s[i+1:i+3] != strings.ToUpper(s[i+1:i+3]) || keptByte(byte(v)) {
+		if err != nil || s[i+1:i+3] != strings.ToUpper(s[i+1:i+3]) || names.KeptByte(byte(v)) {
 			return "", false
 		}
 		b = append(b, byte(v))

@@ -3,6 +3,8 @@ package core
 import (
 	"strings"
 	"testing"
+
+	"github.com/distsem/distsem/core/internal/names"
 )
 
 // A key's Redis name is readable when its escape fits: route patterns,
@@ -28,7 +30,7 @@ func TestKeyNames(t *testing.T) {
 		if got != c.want {
 			t.Errorf("Name of %q = %q, want %q", c.key, got, c.want)
 		}
-		if strings.ContainsAny(got, "{} ") || len(got) > len("api#")+maxEscapedLen {
+		if strings.ContainsAny(got, "{} ") || len(got) > len("api#")+names.MaxEscapedLen {
 			t.Errorf("Name of %q = %q: breaks the hash tag or is too long", c.key, got)
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/distsem/distsem/core/internal/names"
 )
 
 // Option configures a semaphore at construction. The options declared
@@ -73,7 +75,7 @@ func buildConfig(opts []Option) config {
 	if c.policy.mode > policyLocal || c.policy.mode == policyLocal && (c.policy.fallback <= 0 || c.policy.fallback > MaxLimit) {
 		panic(fmt.Sprintf("core: WithFailurePolicy: invalid policy %v", c.policy))
 	}
-	if why := checkText(c.owner, MaxOwnerLen); why != "" {
+	if why := names.CheckText(c.owner, MaxOwnerLen); why != "" {
 		panic(fmt.Sprintf("core: WithOwner: owner %q: %s", c.owner, why))
 	}
 	for k, v := range c.limits {
@@ -202,7 +204,7 @@ func buildAcquire(def time.Duration, opts []AcquireOption) (acquireConfig, error
 		return a, invalid("lease TTL %v is below the minimum %v", a.ttl, minLeaseTTL)
 	}
 	if a.noteSet {
-		if why := checkText(a.note, MaxNoteLen); why != "" {
+		if why := names.CheckText(a.note, MaxNoteLen); why != "" {
 			return a, invalid("note: %s", why)
 		}
 	}
