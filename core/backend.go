@@ -121,6 +121,8 @@ type AcquireSpec struct {
 	// ErrInvalidArgument error rather than ignore it.
 	LeaseTTLGiven bool
 	Note          string // WithNote; default "", checked already
+	Flow          string // WithFlow; default "", checked already
+	Level         int    // WithLevel; default 0, in [0, MaxLevels)
 }
 
 // ResolveAcquire applies opts to the defaults (weight 1, lease defaultTTL).
@@ -128,7 +130,7 @@ type AcquireSpec struct {
 // below 100ms.
 func ResolveAcquire(defaultTTL time.Duration, opts ...AcquireOption) (AcquireSpec, error) {
 	a, err := buildAcquire(defaultTTL, opts)
-	return AcquireSpec{Weight: a.weight, LeaseTTL: a.ttl, LeaseTTLGiven: a.ttlSet, Note: a.note}, err
+	return AcquireSpec{Weight: a.weight, LeaseTTL: a.ttl, LeaseTTLGiven: a.ttlSet, Note: a.note, Flow: a.flow, Level: a.level}, err
 }
 
 // WaitError is the error of an Acquire whose wait ended with ctx: it

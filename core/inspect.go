@@ -63,10 +63,10 @@ type Waiter struct {
 	Since    time.Time // when it queued; zero if the backend does not know
 	Owner    string    // the waiter's process, as WithOwner set it; empty if none
 	Note     string    // the note given with WithNote; empty if none
-	// Flow and Level are the waiter's flow and priority level. No backend
-	// has flows or levels yet: both are empty.
+	// Flow and Level are the waiter's flow (WithFlow; empty for the
+	// default flow) and priority level (WithLevel; 0 is the highest).
 	Flow  string
-	Level string
+	Level int
 }
 
 // MaxNoteLen is the longest note, in bytes, that WithNote takes.

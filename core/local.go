@@ -92,6 +92,9 @@ func (s *Local) acquire(ctx context.Context, try bool, opts []AcquireOption) (*P
 	n := int64(1)
 	if len(opts) != 0 {
 		a, err := buildAcquire(s.cfg.leaseTTL, opts)
+		if err == nil && (a.flowSet || a.level != 0) {
+			err = invalid("Local has no flows or priority levels (WithFlow, WithLevel)")
+		}
 		if err != nil {
 			return nil, err
 		}

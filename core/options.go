@@ -167,6 +167,9 @@ type acquireConfig struct {
 	ttlSet  bool // WithLeaseTTL was given
 	note    string
 	noteSet bool // WithNote was given
+	flow    string
+	flowSet bool // WithFlow was given
+	level   int
 }
 
 // WithWeight asks for n permits at once. The default is 1. A weight that is
@@ -208,7 +211,7 @@ func buildAcquire(def time.Duration, opts []AcquireOption) (acquireConfig, error
 			return a, invalid("note: %s", why)
 		}
 	}
-	return a, nil
+	return a, a.checkFlow()
 }
 
 // policyMode is what a FailurePolicy does.

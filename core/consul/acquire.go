@@ -16,6 +16,9 @@ import (
 
 func (s *Semaphore) acquire(ctx context.Context, try bool, opts []core.AcquireOption) (*core.Permit, error) {
 	a, err := core.ResolveAcquire(s.cfg.LeaseTTL, opts...)
+	if err == nil {
+		err = a.RefuseFlow("a Consul semaphore")
+	}
 	if err != nil {
 		return nil, err
 	}

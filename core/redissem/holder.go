@@ -63,11 +63,19 @@ type acquireSpec struct {
 	ttlSet bool   // core.WithLeaseTTL was given
 	queued func() // called when the waiter has queued in Redis (Quorum)
 	note   string // core.WithNote
+	flow   string // core.WithFlow
+	level  int    // core.WithLevel
+}
+
+// refuseFlow returns an ErrInvalidArgument error naming what if the call
+// asks for a flow or a priority level, which what does not have.
+func (a acquireSpec) refuseFlow(what string) error {
+	return core.AcquireSpec{Flow: a.flow, Level: a.level}.RefuseFlow(what)
 }
 
 func buildAcquire(def time.Duration, opts []core.AcquireOption) (acquireSpec, error) {
 	a, err := core.ResolveAcquire(def, opts...)
-	return acquireSpec{weight: a.Weight, ttl: a.LeaseTTL, ttlSet: a.LeaseTTLGiven, note: a.Note}, err
+	return acquireSpec{weight: a.Weight, ttl: a.LeaseTTL, ttlSet: a.LeaseTTLGiven, note: a.Note, flow: a.Flow, level: a.Level}, err
 }
 
 // fallbackPermit wraps a permit of the fail-local policy's Local: token 0,

@@ -50,6 +50,9 @@ var errNoAnswer = errors.New("redissem: the master did not answer within WithMas
 
 func (q *Quorum) acquire(ctx context.Context, try bool, opts []core.AcquireOption) (*core.Permit, error) {
 	a, err := buildAcquire(q.cfg.leaseTTL, opts)
+	if err == nil {
+		err = a.refuseFlow("a quorum or all-of-N semaphore")
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,9 @@ import (
 
 func (s *Semaphore) acquire(ctx context.Context, try bool, opts []core.AcquireOption) (*core.Permit, error) {
 	a, err := buildAcquire(s.b.cfg.leaseTTL, opts)
+	if err == nil {
+		err = a.refuseFlow("a Redis semaphore")
+	}
 	if err != nil {
 		return nil, err
 	}

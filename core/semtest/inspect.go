@@ -52,7 +52,7 @@ func testInspect(t *testing.T, b Backend) {
 		t.Fatalf("snapshot %+v: want limit 3, 3 in use, 2 waiters all listed", snap)
 	}
 	for i, w := range snap.Waiters {
-		if w.Position != int64(i) || w.Owner == "" || w.Flow != "" || w.Level != "" {
+		if w.Position != int64(i) || w.Owner == "" || w.Flow != "" || w.Level != 0 {
 			t.Errorf("waiter %d: %+v: want position %d, an owner, no flow or level", i, w, i)
 		}
 	}

@@ -93,6 +93,9 @@ type Backend struct {
 	// limit (core/redissem's leased mode): Inspect lists one holder per
 	// process, so the suite checks only the totals and the waiters.
 	Shares bool
+	// Flows marks a backend that has flows and priority levels (WithFlow,
+	// WithLevel). The suite checks that any other backend refuses them.
+	Flows bool
 }
 
 // Run runs every test of the suite against b, each as a subtest of t, one
@@ -108,6 +111,7 @@ func Run(t *testing.T, b Backend) {
 		{"DoubleRelease", testDoubleRelease},
 		{"OversizedWeightFailsAtOnce", testOversizedWeightFailsAtOnce},
 		{"BadAcquireArguments", testBadAcquireArguments},
+		{"FlowsOrRefusal", testFlowsOrRefusal},
 		{"SetLimit", testSetLimit},
 		{"CloseFailsWaiters", testCloseFailsWaiters},
 		{"Hammer", testHammer},

@@ -137,6 +137,25 @@ func testBadAcquireArguments(t *testing.T, b Backend) {
 	}
 }
 
+// testFlowsOrRefusal checks the flow and level input every backend
+// refuses, and that a backend without flows refuses them all, with nothing
+// held or queued after.
+func testFlowsOrRefusal(t *testing.T, b Backend) {
+	ctx := context.Background()
+	s := b.New(t, 2)
+	bad := []core.AcquireOption{core.WithFlow(""), core.WithLevel(-1), core.WithLevel(core.MaxLevels)}
+	if !b.Flows {
+		bad = append(bad, core.WithFlow("tenant-1"), core.WithLevel(1))
+	}
+	for i, opt := range bad {
+		if _, err := s.Acquire(ctx, opt); !errors.Is(err, core.ErrInvalidArgument) {
+			t.Fatalf("option %d: err = %v, want ErrInvalidArgument", i, err)
+		}
+	}
+	ok(t, Acquire(t, s, core.WithLevel(0)).Release(ctx))
+	WantStats(t, s, 0, 0)
+}
+
 func testSetLimit(t *testing.T, b Backend) {
 	ctx := context.Background()
 	s := b.New(t, 1)
