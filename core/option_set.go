@@ -19,11 +19,12 @@ const (
 	optMaxIdle
 	optName
 	optOwner
+	optFairness
 )
 
 var optNames = [...]string{
 	"WithKeyPrefix", "WithDefaultLeaseTTL", "WithObserver", "WithFailurePolicy", "WithOnError",
-	"WithLimits", "WithMaxIdleKeys", "WithName", "WithOwner",
+	"WithLimits", "WithMaxIdleKeys", "WithName", "WithOwner", "WithFairness",
 }
 
 // What each kind of constructor honours.

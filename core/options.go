@@ -35,6 +35,7 @@ type config struct {
 	limits   map[string]int64
 	maxIdle  int
 	owner    string
+	fair     Fairness
 
 	name  string // WithName
 	given optSet // the options given, for refuse

@@ -25,6 +25,13 @@ type Stats struct {
 	Limit   int64 // the limit in force
 	InUse   int64 // the sum of the weights of the permits held
 	Waiting int64 // the number of queued Acquire calls
+	// Levels holds each priority level's share of InUse and Waiting,
+	// level 0 first, for a backend with flows (see Fairness); zero
+	// otherwise.
+	Levels [MaxLevels]LevelStats
+	// Backlogged is the number of flow queues with waiters, for a
+	// backend with flows; zero otherwise.
+	Backlogged int64
 }
 
 // releaser is the backend that owns a permit.
