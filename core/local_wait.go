@@ -3,6 +3,8 @@ package core
 import (
 	"context"
 	"time"
+
+	"github.com/distsem/distsem/core/internal/fair"
 )
 
 // The queue side of Local: waiters, in FIFO order, and how they are
@@ -12,11 +14,12 @@ import (
 // part of it, so a grant after a wait allocates nothing more; its weight
 // is the weight asked for from the start.
 type localWaiter struct {
-	next, prev *localWaiter   // in Local.waiters
-	meta       *localWaitMeta // for Inspect: nil unless a note was given or s was inspected
-	ready      chan struct{}  // closed when granted or failed
-	err        error          // set before ready is closed when the waiter failed
-	p          Permit         // the grant; set before ready is closed
+	next, prev *localWaiter             // in Local.waiters
+	it         *fair.Item[*localWaiter] // in Local.fq instead, while queued there
+	meta       *localWaitMeta           // for Inspect: nil unless a note was given or s was inspected
+	ready      chan struct{}            // closed when granted or failed
+	err        error                    // set before ready is closed when the waiter failed
+	p          Permit                   // the grant; set before ready is closed
 }
 
 // localWaitMeta is what Inspect lists of a waiter beyond its weight,
@@ -63,14 +66,10 @@ func (q *waitQueue) remove(w *localWaiter) {
 // failHeavier fails and unqueues every waiter heavier than limit: it can
 // never fit. s.mu must be held.
 func (s *Local) failHeavier(limit int64) {
-	for w := s.waiters.head; w != nil; {
-		next := w.next
+	for _, w := range s.queuedWaiters() {
 		if w.p.weight > limit {
-			w.err = invalid("weight %d exceeds the limit %d of %q", w.p.weight, limit, s.name)
-			s.waiters.remove(w)
-			close(w.ready)
+			s.fail(w, invalid("weight %d exceeds the limit %d of %q", w.p.weight, limit, s.name))
 		}
-		w = next
 	}
 }
 
@@ -118,7 +117,7 @@ func (s *Local) waitCtx(ctx context.Context, done <-chan struct{}, w *localWaite
 				s.ungrant(&w.p)
 			}
 		default:
-			s.waiters.remove(w)
+			s.unqueue(w)
 		}
 		s.settle()
 		s.mu.Unlock()
@@ -148,18 +147,18 @@ func (s *Local) waitCtx(ctx context.Context, done <-chan struct{}, w *localWaite
 // smaller ones behind it. s.mu must be held; while anyone is queued the slow
 // bit is set, so only holders of s.mu change state.
 func (s *Local) notifyWaiters() {
-	for w := s.waiters.head; w != nil; w = s.waiters.head {
+	for w := s.next(); w != nil; w = s.next() {
 		if w.p.weight > s.limit {
 			// The limit was lowered below this request: it can never fit.
-			w.err = invalid("weight %d exceeds the limit %d of %q", w.p.weight, s.limit, s.name)
-		} else if s.free < w.p.weight {
-			return
-		} else {
-			s.free -= w.p.weight
-			w.p.permitExt, w.p.token = &s.plain, s.nextToken() // its weight is read unlocked
-			s.granted(w)
+			s.fail(w, invalid("weight %d exceeds the limit %d of %q", w.p.weight, s.limit, s.name))
+			continue
 		}
-		s.waiters.remove(w)
+		if s.free < w.p.weight {
+			return
+		}
+		s.free -= w.p.weight
+		w.p.permitExt, w.p.token = s.take(w), s.nextToken() // its weight is read unlocked
+		s.granted(w)
 		close(w.ready)
 	}
 }

@@ -21,7 +21,7 @@ var _ LimitSemaphore = (*Local)(nil)
 // events and errors. It panics as NewLocal does.
 func NewShare(name string, limit int64, opts ...Option) *Share {
 	cfg := buildConfig(opts)
-	cfg.refuse("NewShare", optsLocal)
+	cfg.refuse("NewShare", optsLocal&^optFairness)
 	return newShare(name, limit, cfg)
 }
 

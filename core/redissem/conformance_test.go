@@ -161,7 +161,7 @@ func TestConformance(t *testing.T) {
 	forEach(t, func(t *testing.T, b backend) {
 		semtest.Run(t, semtest.Backend{Name: b.name, New: func(t *testing.T, limit int64) semtest.Sem {
 			return b.new(t, limit)
-		}})
+		}, Flows: b.name == "local"})
 	})
 }
 
@@ -179,7 +179,7 @@ func TestKeyedConformance(t *testing.T) {
 				k := newKeyed(t, limit)
 				t.Cleanup(func() { _ = k.Close() })
 				return semtest.OneKey(k, "GET /reports")
-			}, Shares: name == "leased-redis"})
+			}, Shares: name == "leased-redis", Flows: name == "local"})
 		})
 	}
 }
