@@ -182,16 +182,13 @@ func (s *Local) acquireSlow(ctx context.Context, done <-chan struct{}, try bool,
 		if n != 1 {
 			s.heavy.Add(n - 1)
 		}
-		level := 0
-		if fa != nil {
-			level = fa.level
-		}
+		flow, level := fa.flowLevel()
 		x := s.holdAt(level, n)
 		s.held.add(n, tok, s.noteOf(opts))
 		s.thaw()
 		s.mu.Unlock()
 		if o := s.cfg.observer; o != nil {
-			o.Observe(Event{Kind: EventAcquired, Name: s.name, Weight: n, Ctx: ctx})
+			o.Observe(Event{Kind: EventAcquired, Name: s.name, Weight: n, Ctx: ctx, Flow: flow, Level: level})
 		}
 		return &Permit{permitExt: x, weight: n, token: tok}, nil
 	}
@@ -206,7 +203,7 @@ func (s *Local) acquireSlow(ctx context.Context, done <-chan struct{}, try bool,
 	}
 	s.enqueue(w, fa)
 	s.mu.Unlock()
-	return s.wait(ctx, done, w)
+	return s.wait(ctx, done, w, fa)
 }
 
 func (s *Local) release(ctx context.Context, p *Permit) error {
@@ -214,6 +211,7 @@ func (s *Local) release(ctx context.Context, p *Permit) error {
 	if n != 1 {
 		s.heavy.Add(1 - n)
 	}
+	level := 0
 	for {
 		st := s.state.Load()
 		if st&slowBit != 0 {
@@ -224,7 +222,7 @@ func (s *Local) release(ctx context.Context, p *Permit) error {
 				panic("core: released more than held")
 			}
 			s.held.remove(p.token)
-			s.released(p)
+			level = s.released(p)
 			s.settle()
 			s.mu.Unlock()
 			break
@@ -234,7 +232,7 @@ func (s *Local) release(ctx context.Context, p *Permit) error {
 		}
 	}
 	if o := s.cfg.observer; o != nil {
-		o.Observe(Event{Kind: EventReleased, Name: s.name, Weight: n, Ctx: ctx})
+		o.Observe(Event{Kind: EventReleased, Name: s.name, Weight: n, Ctx: ctx, Level: level})
 	}
 	return nil
 }

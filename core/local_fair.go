@@ -152,10 +152,11 @@ func (s *Local) holdAt(level int, n int64) *permitExt {
 	return &s.lvl[level]
 }
 
-// released counts p's permits as given back at its level.
-func (s *Local) released(p *Permit) {
+// released counts p's permits as given back at its level, and returns
+// the level.
+func (s *Local) released(p *Permit) int {
 	if s.fq == nil {
-		return
+		return 0
 	}
 	level := 0
 	for i := range s.lvl {
@@ -164,6 +165,15 @@ func (s *Local) released(p *Permit) {
 		}
 	}
 	s.fq.Released(level, p.weight)
+	return level
+}
+
+// flowLevel returns the flow and level that a names; "" and 0 if a is nil.
+func (a *acquireConfig) flowLevel() (string, int) {
+	if a == nil {
+		return "", 0
+	}
+	return a.flow, a.level
 }
 
 // levelStats fills st's levels from the scheduler. s.mu must be held.

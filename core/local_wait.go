@@ -74,13 +74,14 @@ func (s *Local) failHeavier(limit int64) {
 }
 
 // wait waits for w's grant, or for ctx to end.
-func (s *Local) wait(ctx context.Context, done <-chan struct{}, w *localWaiter) (*Permit, error) {
+func (s *Local) wait(ctx context.Context, done <-chan struct{}, w *localWaiter, fa *acquireConfig) (*Permit, error) {
 	n := w.p.weight
+	flow, level := fa.flowLevel()
 	o := s.cfg.observer
 	var start time.Time
 	if o != nil {
 		start = time.Now()
-		o.Observe(Event{Kind: EventWait, Name: s.name, Weight: n, Ctx: ctx})
+		o.Observe(Event{Kind: EventWait, Name: s.name, Weight: n, Ctx: ctx, Flow: flow, Level: level})
 	}
 	var err error
 	if done == nil { // a ctx that never ends: no select needed
@@ -91,12 +92,12 @@ func (s *Local) wait(ctx context.Context, done <-chan struct{}, w *localWaiter) 
 	}
 	if err != nil {
 		if o != nil {
-			o.Observe(Event{Kind: EventAbandoned, Name: s.name, Weight: n, Wait: time.Since(start), Err: err, Ctx: ctx})
+			o.Observe(Event{Kind: EventAbandoned, Name: s.name, Weight: n, Wait: time.Since(start), Err: err, Ctx: ctx, Flow: flow, Level: level})
 		}
 		return nil, err
 	}
 	if o != nil {
-		o.Observe(Event{Kind: EventAcquired, Name: s.name, Weight: n, Wait: time.Since(start), Ctx: ctx})
+		o.Observe(Event{Kind: EventAcquired, Name: s.name, Weight: n, Wait: time.Since(start), Ctx: ctx, Flow: flow, Level: level})
 	}
 	return &w.p, nil
 }
