@@ -49,12 +49,11 @@ type Local struct {
 
 	mu      sync.Mutex
 	limit   int64
-	free    int64     // while state is frozen: limit − permits in use
-	seq     int64     // while state is frozen: the grants so far
-	waiters waitQueue // non-empty only while state is frozen
-	// fq and lvl are nil until s has flows or levels (local_fair.go);
-	// from then on they replace waiters, and state stays frozen.
-	fq     *fair.Sched[*localWaiter]
+	free    int64                    // while state is frozen: limit − permits in use
+	seq     int64                    // while state is frozen: the grants so far
+	waiters fair.Queue[*localWaiter] // non-empty only while state is frozen
+	// lvl is nil until s has flows or levels (local_fair.go); from then
+	// on the queue is fair, and state stays frozen.
 	lvl    *[MaxLevels]permitExt
 	closed bool // state stays frozen once closed
 	// held is nil until the first Inspect, and then records the permits
@@ -176,14 +175,15 @@ func (s *Local) acquireSlow(ctx context.Context, done <-chan struct{}, try bool,
 	if fa != nil {
 		s.fairMode()
 	}
-	if s.queued() == 0 && s.free >= n {
+	if s.waiters.Len() == 0 && s.free >= n {
 		s.free -= n
 		tok := s.nextToken()
 		if n != 1 {
 			s.heavy.Add(n - 1)
 		}
 		flow, level := fa.flowLevel()
-		x := s.holdAt(level, n)
+		s.waiters.Held(level, n)
+		x := s.ext(level)
 		s.held.add(n, tok, s.noteOf(opts))
 		s.thaw()
 		s.mu.Unlock()
@@ -198,10 +198,12 @@ func (s *Local) acquireSlow(ctx context.Context, done <-chan struct{}, try bool,
 		return nil, fmt.Errorf("%w: %q", ErrNoPermit, s.name)
 	}
 	w := &localWaiter{p: Permit{weight: n}, ready: make(chan struct{})}
+	w.q.V, w.q.Weight = w, n
 	if len(opts) != 0 || s.held != nil {
 		w.meta = &localWaitMeta{note: s.noteOf(opts), since: time.Now()}
 	}
-	s.enqueue(w, fa)
+	flow, level := fa.flowLevel()
+	s.waiters.Push(&w.q, flow, level)
 	s.mu.Unlock()
 	return s.wait(ctx, done, w, fa)
 }
@@ -250,8 +252,8 @@ func (s *Local) SetLimit(_ context.Context, limit int64) error {
 	s.freeze()
 	s.free += limit - s.limit
 	s.limit = limit
-	if s.fq != nil {
-		s.fq.Reserves = s.cfg.fair.reservesFor(limit)
+	if s.lvl != nil {
+		s.waiters.Fair(fair.Reserves(s.cfg.fair.Reserves, limit), s.cfg.fair.Weights, 0)
 	}
 	// Every queued request heavier than the new limit fails now, not only
 	// when it reaches the head.
@@ -266,8 +268,10 @@ func (s *Local) SetLimit(_ context.Context, limit int64) error {
 func (s *Local) Stats(context.Context) (Stats, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := Stats{Limit: s.limit, InUse: s.limit - s.freeNow(), Waiting: int64(s.queued())}
-	s.levelStats(&st)
+	st := Stats{Limit: s.limit, InUse: s.limit - s.freeNow(), Waiting: int64(s.waiters.Len())}
+	for l := range st.Levels {
+		st.Levels[l].InUse, st.Levels[l].Waiting, st.Backlogged = s.waiters.Level(l)
+	}
 	return st, nil
 }
 

@@ -89,7 +89,7 @@ func (s *Local) Inspect(_ context.Context, limit int) (Snapshot, error) {
 		s.freeze() // and never thawed again: every grant takes mu
 		s.held = make(localHolders)
 	}
-	snap.Limit, snap.InUse, snap.Waiting = s.limit, s.limit-s.free, int64(s.queued())
+	snap.Limit, snap.InUse, snap.Waiting = s.limit, s.limit-s.free, int64(s.waiters.Len())
 	for _, w := range s.queuedWaiters() {
 		if len(snap.Waiters) == limit {
 			break
@@ -98,9 +98,7 @@ func (s *Local) Inspect(_ context.Context, limit int) (Snapshot, error) {
 		if w.meta != nil {
 			v.Since, v.Note = w.meta.since, w.meta.note
 		}
-		if w.it != nil {
-			v.Flow, v.Level = w.it.Flow(), w.it.Level
-		}
+		v.Flow, v.Level = w.q.Flow(), w.q.Level
 		snap.Waiters = append(snap.Waiters, v)
 	}
 	holders := snap.InUse - s.heavy.Load() // listed or not, tracked or not

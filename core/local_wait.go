@@ -14,12 +14,11 @@ import (
 // part of it, so a grant after a wait allocates nothing more; its weight
 // is the weight asked for from the start.
 type localWaiter struct {
-	next, prev *localWaiter             // in Local.waiters
-	it         *fair.Item[*localWaiter] // in Local.fq instead, while queued there
-	meta       *localWaitMeta           // for Inspect: nil unless a note was given or s was inspected
-	ready      chan struct{}            // closed when granted or failed
-	err        error                    // set before ready is closed when the waiter failed
-	p          Permit                   // the grant; set before ready is closed
+	q     fair.Item[*localWaiter] // in Local.waiters while queued
+	meta  *localWaitMeta          // for Inspect: nil unless a note was given or s was inspected
+	ready chan struct{}           // closed when granted or failed
+	err   error                   // set before ready is closed when the waiter failed
+	p     Permit                  // the grant; set before ready is closed
 }
 
 // localWaitMeta is what Inspect lists of a waiter beyond its weight,
@@ -27,40 +26,6 @@ type localWaiter struct {
 type localWaitMeta struct {
 	note  string    // WithNote
 	since time.Time // when it queued
-}
-
-// waitQueue is an intrusive FIFO list of waiters (no allocation per node).
-// It is guarded by Local.mu.
-type waitQueue struct {
-	head, tail *localWaiter
-	n          int
-}
-
-func (q *waitQueue) push(w *localWaiter) {
-	w.prev, w.next = q.tail, nil
-	if q.tail == nil {
-		q.head = w
-	} else {
-		q.tail.next = w
-	}
-	q.tail = w
-	q.n++
-}
-
-// remove takes w, which must be queued, out of q.
-func (q *waitQueue) remove(w *localWaiter) {
-	if w.prev == nil {
-		q.head = w.next
-	} else {
-		w.prev.next = w.next
-	}
-	if w.next == nil {
-		q.tail = w.prev
-	} else {
-		w.next.prev = w.prev
-	}
-	w.prev, w.next = nil, nil
-	q.n--
 }
 
 // failHeavier fails and unqueues every waiter heavier than limit: it can
@@ -118,7 +83,7 @@ func (s *Local) waitCtx(ctx context.Context, done <-chan struct{}, w *localWaite
 				s.ungrant(&w.p)
 			}
 		default:
-			s.unqueue(w)
+			s.waiters.Remove(&w.q)
 		}
 		s.settle()
 		s.mu.Unlock()
@@ -158,7 +123,8 @@ func (s *Local) notifyWaiters() {
 			return
 		}
 		s.free -= w.p.weight
-		w.p.permitExt, w.p.token = s.take(w), s.nextToken() // its weight is read unlocked
+		s.waiters.Grant(&w.q)
+		w.p.permitExt, w.p.token = s.ext(w.q.Level), s.nextToken() // its weight is read unlocked
 		s.granted(w)
 		close(w.ready)
 	}

@@ -7,18 +7,24 @@ package fair
 // MaxLevels is the number of priority levels; it equals core.MaxLevels.
 const MaxLevels = 8
 
-// Item is one queued request.
+// Item is one queued request: the caller embeds it in its own type and
+// sets V and Weight, so that queuing allocates nothing more.
 type Item[T any] struct {
 	V      T
 	Weight int64 // the permits it asks for
 	Level  int
-	flow   *flow[T]
-	next   *Item[T] // in its flow, FIFO
+	flow   *flow[T] // nil in a FIFO Queue
+	next   *Item[T] // in its flow, or in a FIFO Queue
 	prev   *Item[T]
 }
 
-// Flow returns the id of the item's flow.
-func (it *Item[T]) Flow() string { return it.flow.id }
+// Flow returns the id of the item's flow: "" in a FIFO Queue.
+func (it *Item[T]) Flow() string {
+	if it.flow == nil {
+		return ""
+	}
+	return it.flow.id
+}
 
 // flow is a flow with waiters at one level: its FIFO queue, and its place
 // in the level's round.
@@ -66,9 +72,8 @@ func (s *Sched[T]) Backlogged() int64 {
 	return int64(n)
 }
 
-// Push queues v, a request of weight permits, at the end of its flow at
-// level l.
-func (s *Sched[T]) Push(v T, id string, l int, weight int64) *Item[T] {
+// Push queues it at the end of flow id at level l.
+func (s *Sched[T]) Push(it *Item[T], id string, l int) {
 	lv := &s.levels[l]
 	f := lv.flows[id]
 	if f == nil {
@@ -88,7 +93,7 @@ func (s *Sched[T]) Push(v T, id string, l int, weight int64) *Item[T] {
 			lv.cur.prev.next, lv.cur.prev = f, f
 		}
 	}
-	it := &Item[T]{V: v, Weight: weight, Level: l, flow: f, prev: f.tail}
+	it.Level, it.flow, it.prev, it.next = l, f, f.tail, nil
 	if f.tail == nil {
 		f.head = it
 	} else {
@@ -98,7 +103,6 @@ func (s *Sched[T]) Push(v T, id string, l int, weight int64) *Item[T] {
 	f.n++
 	lv.waiting++
 	s.n++
-	return it
 }
 
 // Remove takes it, which must be queued, out of s.

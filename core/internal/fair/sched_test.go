@@ -25,7 +25,7 @@ func TestWeightedSharesOfBackloggedFlows(t *testing.T) {
 	s := &Sched[int]{Weights: map[string]int64{"b": 2, "c": 4}}
 	for i := range 1000 {
 		for _, f := range []string{"a", "b", "c"} {
-			s.Push(i, f, 0, 1)
+			s.Push(&Item[int]{V: i, Weight: 1}, f, 0)
 		}
 	}
 	count := map[string]int{}
@@ -40,9 +40,9 @@ func TestWeightedSharesOfBackloggedFlows(t *testing.T) {
 func TestFIFOWithinAFlowAndAQuietFlowServedAtOnce(t *testing.T) {
 	s := &Sched[int]{}
 	for i := range 500 {
-		s.Push(i, "noisy", 0, 1)
+		s.Push(&Item[int]{V: i, Weight: 1}, "noisy", 0)
 	}
-	s.Push(-1, "quiet", 0, 1)
+	s.Push(&Item[int]{V: -1, Weight: 1}, "quiet", 0)
 	got := []int{}
 	for range 3 {
 		it := s.Next()
@@ -65,8 +65,8 @@ func TestReservesAndStrictPriority(t *testing.T) {
 		s := &Sched[int]{Reserves: tc.reserves}
 		s.Held(0, 3)
 		for i := range 4 {
-			s.Push(i, "", 0, 1)
-			s.Push(i, "", 1, 1)
+			s.Push(&Item[int]{V: i, Weight: 1}, "", 0)
+			s.Push(&Item[int]{V: i, Weight: 1}, "", 1)
 		}
 		var levels []int
 		for range 4 {
@@ -82,9 +82,10 @@ func TestReservesAndStrictPriority(t *testing.T) {
 
 func TestRemoveKeepsTheRoundAndTheCounts(t *testing.T) {
 	s := &Sched[int]{}
-	a := s.Push(1, "a", 0, 1)
-	b := s.Push(2, "b", 0, 1)
-	c := s.Push(3, "c", 0, 1)
+	a, b, c := &Item[int]{V: 1, Weight: 1}, &Item[int]{V: 2, Weight: 1}, &Item[int]{V: 3, Weight: 1}
+	s.Push(a, "a", 0)
+	s.Push(b, "b", 0)
+	s.Push(c, "c", 0)
 	s.Remove(a)
 	s.Remove(c)
 	if it := s.Next(); it != b || s.Backlogged() != 1 || s.Len() != 1 {
@@ -98,10 +99,10 @@ func TestRemoveKeepsTheRoundAndTheCounts(t *testing.T) {
 
 func TestAHeavyRequestWaitsForItsFlowsCredit(t *testing.T) {
 	s := &Sched[int]{}
-	s.Push(1, "a", 0, 3)
-	s.Push(2, "b", 0, 1)
-	s.Push(3, "b", 0, 1)
-	s.Push(4, "b", 0, 1)
+	s.Push(&Item[int]{V: 1, Weight: 3}, "a", 0)
+	s.Push(&Item[int]{V: 2, Weight: 1}, "b", 0)
+	s.Push(&Item[int]{V: 3, Weight: 1}, "b", 0)
+	s.Push(&Item[int]{V: 4, Weight: 1}, "b", 0)
 	var got []int
 	for it := s.Next(); it != nil; it = s.Next() {
 		s.Grant(it)
