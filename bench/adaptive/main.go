@@ -61,7 +61,7 @@ func main() {
 	limit := flag.Int64("limit", 64, "the limit (static, monitor), the starting limit (adaptive)")
 	flag.IntVar(&o.procs, "procs", 4, "load processes")
 	flag.IntVar(&o.workers, "workers", 32, "closed-loop callers per process")
-	flag.IntVar(&o.compete, "compete", 3, "with -change: callers of the competing load")
+	flag.IntVar(&o.compete, "compete", 16, "with -change: callers of the competing load")
 	flag.StringVar(&o.query, "q", "conflict", "the load's query: conflict, sort or series (see queries)")
 	flag.Float64Var(&o.tolerance, "tolerance", 0, "adaptive.WithTolerance (0: the default)")
 	flag.Float64Var(&o.errorRate, "error-rate", 0, "adaptive.WithErrorRate (0: the default)")

@@ -184,20 +184,23 @@ func (p *params) next(st State, n, now int64, w Window) (State, Reason) {
 	if fail > p.errorRate { // only recommending: at most backoff × the concurrency in force
 		return p.apply(st, now, p.step(st, math.Min(p.gradient(conc, ratio), conc*p.backoff))), failReason
 	}
-	if st.SlowStart {
-		if ratio <= p.tolerance {
-			if conc < float64(st.Applied)/2 {
-				return st, ReasonUnderused
-			}
-			return p.apply(st, now, st.Limit*2), ReasonSlowStart
-		}
-		st.SlowStart = false
-	}
 	from := st.Limit
 	if p.monitor {
 		from = conc
 	}
 	want := p.gradient(from, ratio)
+	if st.SlowStart {
+		// Double while the gradient asks for more, but never past what it
+		// asks for: a doubling that overshoots the equilibrium would then
+		// sit within the hysteresis band above it.
+		if ratio <= p.tolerance && want > st.Limit*(1+p.band) {
+			if conc < float64(st.Applied)/2 {
+				return st, ReasonUnderused
+			}
+			return p.apply(st, now, math.Min(st.Limit*2, want)), ReasonSlowStart
+		}
+		st.SlowStart = false
+	}
 	switch {
 	case want < st.Limit*(1-p.band):
 		// A fifth less concurrency that did not lower latency: the

@@ -82,6 +82,21 @@ func TestControllerConvergesFromAboveAndBelow(t *testing.T) {
 	}
 }
 
+// The slow start doubles only up to what the gradient asks for: on 12
+// cores (equilibrium 18 + √limit, 22.8) it goes 1, 2, 4, 8, 16, 23, and
+// never to 32, which would sit above the equilibrium, inside the
+// hysteresis band, for good.
+func TestSlowStartStopsAtWhatTheGradientAsksFor(t *testing.T) {
+	res := resource{service: 10 * time.Millisecond, cores: 12, pureQueue: true}
+	got := simulate(t, testParams(t), 1, 40, func(int) resource { return res })
+	if m := slices.Max(got); m > 24 {
+		t.Fatalf("limit reached %d, want at most 24: %v", m, got)
+	}
+	if l := got[len(got)-1]; l < 20 {
+		t.Fatalf("limit settled at %d, want >= 20: %v", l, got)
+	}
+}
+
 // A resource whose latency grows with every query beyond its cores (a
 // 4-core database, with contention): the limit keeps a queue beyond the
 // cores, and stays within ±25 % of its median once settled, although

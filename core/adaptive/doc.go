@@ -74,8 +74,9 @@
 //   - Slow start (WithSlowStart, from the lower bound): with no state
 //     stored, the first decision sets the limit to the slow start's, so
 //     the baseline is measured unloaded; then the limit doubles each
-//     decision while the latency stays within the tolerance, and the
-//     first window above it ends the slow start. This happens once per
+//     decision, but never past the limit the gradient (below) asks for,
+//     while the latency stays within the tolerance and the gradient asks
+//     for more; the first window that does not ends the slow start. This happens once per
 //     fleet (per state: see redisstore's state TTL), not periodically:
 //     the controller never probes by pinning the limit low, which would
 //     stall every process at once. Monitor-only mode has no slow start.

@@ -55,13 +55,15 @@ func WithBounds(min, max int64) Option {
 // WithSlowStart sets the limit of the slow start: with no state stored
 // (a fleet's first run, or after the state expired), the controller sets
 // the limit to n, measures the baseline there, and doubles the limit each
-// window while the latency stays within the tolerance of the baseline;
-// the first window above it ends the slow start. 0 skips the slow start:
-// the controller then starts from the limit it finds and takes its first
-// window's latency as the baseline, which overestimates the baseline if
-// that limit already overloads the resource. The default is the lower
-// bound (WithBounds; 1). It must be in [0, core.MaxLimit]; it is raised to
-// the lower bound and lowered to the upper one.
+// decision (never past the limit the gradient asks for; see
+// WithTolerance) while the latency stays within the tolerance of the
+// baseline; the first window that allows no more ends the slow start.
+// 0 skips the slow start: the controller then starts from the limit it
+// finds and takes its first window's latency as the baseline, which
+// overestimates the baseline if that limit already overloads the
+// resource. The default is the lower bound (WithBounds; 1). It must be in
+// [0, core.MaxLimit]; it is raised to the lower bound and lowered to the
+// upper one.
 func WithSlowStart(n int64) Option {
 	return func(c *config) { c.slowStart, c.slowStartSet = n, true }
 }
