@@ -13,6 +13,7 @@ import (
 
 // result is one run, as saved (one JSON line) and drawn.
 type result struct {
+	Label     string   `json:"label,omitempty"`
 	Mode      string   `json:"mode"`
 	Limit     int64    `json:"limit"`
 	Rep       int      `json:"rep"`
@@ -71,7 +72,7 @@ type latAt struct {
 func (r *run) result(o options, limit int64) *result {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	res := &result{Mode: o.mode, Limit: limit, Procs: o.procs, Workers: o.workers, Duration: o.duration.Seconds(),
+	res := &result{Label: o.label, Mode: o.mode, Limit: limit, Procs: o.procs, Workers: o.workers, Duration: o.duration.Seconds(),
 		Change: o.change.Seconds(), Killed: r.killed, Kill: r.killedAt.Seconds(), Tolerance: o.tolerance,
 		ErrorRate: o.errorRate, Baseline: float64(o.baseline) / 1e6}
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
