@@ -71,8 +71,9 @@ const (
 	ReasonLatency
 	// ReasonBaseline: the gradient asks for less, but the last decrease
 	// lowered the concurrency by a fifth or more and not the latency: the
-	// resource got slower. The baseline becomes this latency, and the
-	// limit holds instead of going down further.
+	// resource got slower, or another load shares it. The baseline rises
+	// to the one at which this latency is the limit's equilibrium, and the
+	// limit holds instead of going down further (or back up).
 	ReasonBaseline
 	// ReasonErrors and ReasonTimeouts: more than WithErrorRate of the
 	// window's samples failed or timed out; multiplicative decrease.
@@ -204,11 +205,15 @@ func (p *params) next(st State, n, now int64, w Window) (State, Reason) {
 	switch {
 	case want < st.Limit*(1-p.band):
 		// A fifth less concurrency that did not lower latency: the
-		// resource itself got slower, and this latency is its unloaded one
-		// now. Take it as the baseline, and hold. (A smaller drop hides in
-		// the noise of one window's latency.)
+		// resource itself got slower, or something else loads it, and
+		// less concurrency here does not bring its latency back. Hold:
+		// the baseline becomes the one at which this latency is the
+		// equilibrium of the limit in force. (Taking the latency itself
+		// as the baseline would read the loaded resource as an unloaded
+		// one and raise the limit against the other load. A smaller drop
+		// hides in the noise of one window's latency.)
 		if prevLat > 0 && conc < prevConc*0.8 && lat >= prevLat*0.95 {
-			st.Baseline = lat
+			st.Baseline = math.Max(st.Baseline, lat/p.equilibrium(st.Limit))
 			return st, ReasonBaseline
 		}
 		return p.apply(st, now, p.step(st, want)), ReasonLatency

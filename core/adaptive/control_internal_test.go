@@ -201,6 +201,46 @@ func TestControllerSettlesWhenTheResourceSlowsDown(t *testing.T) {
 	}
 }
 
+// Another load that shares the resource fairly per query (16 unthrottled
+// callers on 2 cores) makes the latency depend little on this fleet's
+// concurrency. After the first decrease shows that, the limit holds: it
+// must not take the loaded latency for an unloaded one and climb against
+// the other load.
+func TestControllerHoldsUnderACompetingLoad(t *testing.T) {
+	p := testParams(t)
+	shared := func(c float64) Window { // c of ours + 16 others on 2 cores, 10ms each
+		lat := 10 * time.Millisecond * time.Duration(c+16) / 2
+		n := int64(c * float64(time.Second) / float64(lat))
+		return Window{Samples: n, Latency: time.Duration(n) * lat}
+	}
+	res := resource{service: 10 * time.Millisecond, cores: 2, pureQueue: true}
+	st := p.start(1)
+	limit := int64(1)
+	inForce := []int64{1, 1}
+	var path []int64
+	for n := int64(1); n < 80; n++ {
+		w := res.window(float64(inForce[n]), time.Second)
+		if n >= 40 {
+			w = shared(float64(inForce[n]))
+		}
+		var r Reason
+		st, r = p.next(st, n, n+2, w)
+		limit = st.Applied
+		inForce = append(inForce, limit)
+		path = append(path, limit)
+		t.Logf("window %d: limit %d (%v, baseline %.1fms)", n, limit, r, st.Baseline*1e3)
+	}
+	before := path[38]
+	for i, l := range path[40:] {
+		if l > before {
+			t.Fatalf("limit %d in window %d, above %d before the other load: %v", l, 41+i, before, path[36:])
+		}
+	}
+	if settled := path[len(path)-1]; path[52] != settled {
+		t.Fatalf("limit still moving 12 windows after the other load came: %v", path[36:])
+	}
+}
+
 func TestControllerBacksOffOnErrors(t *testing.T) {
 	p := testParams(t, WithSlowStart(0))
 	st := p.start(40)

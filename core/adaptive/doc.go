@@ -98,8 +98,10 @@
 //     latencies over the window), since more would prove nothing.
 //   - A slower resource: if a decrease lowered the concurrency by 20 % or
 //     more and the latency did not fall, the latency is the resource's
-//     own, not the queue's: it becomes the baseline and the limit holds,
-//     instead of falling to the lower bound.
+//     own (or another load's), not this fleet's queue: the baseline rises
+//     to the one at which this latency is the limit's equilibrium, and the
+//     limit holds, instead of falling to the lower bound, and without
+//     climbing back against the other load.
 //   - Bounds: the limit stays within WithBounds ([1, 1000]) and moves by
 //     whole permits.
 //
