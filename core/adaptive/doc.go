@@ -76,11 +76,11 @@
 //     the baseline is measured unloaded; then the limit doubles each
 //     decision, but never past the limit the gradient (below) asks for,
 //     while the latency stays within the tolerance and the gradient asks
-//     for more; the first window that does not ends the slow start. This happens once per
-//     fleet (per state: see redisstore's state TTL), not periodically:
-//     the controller never probes by pinning the limit low, which would
-//     stall every process at once. Monitor-only mode has no slow start.
-//     WithBaseline gives the baseline instead of measuring it.
+//     for more; the first window that does not ends the slow start. This
+//     happens once per fleet (per state: see redisstore's state TTL), not
+//     periodically: the controller never probes by pinning the limit low,
+//     which would stall every process at once. Monitor-only mode has no
+//     slow start. WithBaseline gives the baseline instead of measuring it.
 //   - Gradient: with latency/baseline = r and the concurrency in force
 //     c, the resource serves c/r at its unloaded latency (Little's law).
 //     The limit asked for is WithTolerance t (1.5) times that, plus a
@@ -117,17 +117,18 @@
 // size a limit before enforcing one. The latencies are then measured under
 // the limit in force, not the recommended one, so the controller cannot
 // test its recommendation: it has no slow start, its baseline does not
-// drift up, and its target is the measured concurrency (not the
-// recommendation) in the gradient's formula, which is the limit the
-// adaptive controller would settle at if the latency grows in proportion
-// to the queue (Little's law), reached by at most one step per decision, one decision per window;
-// errors and timeouts above WithErrorRate cap it at WithBackoff times the
-// concurrency in force, instead of lowering it window after window. Its baseline is the
-// lowest latency seen, so give WithBaseline (the resource's latency
-// alone, such as a query run by itself) unless the load is sometimes
-// light; and a resource that degrades under load (wasted work, thrashing)
-// makes the recommendation made from an overloaded limit too low. Read it
-// with Recommended, the Observer or promsem.
+// drift up, and it puts the measured concurrency (not the recommendation)
+// in the gradient's formula, which gives the limit the adaptive
+// controller would settle at if the latency grows in proportion to the
+// queue (Little's law); the recommendation moves toward it by at most one
+// step per decision, one decision per window. Errors and timeouts above
+// WithErrorRate cap it at WithBackoff times the concurrency in force,
+// instead of lowering it window after window. Its baseline is the lowest
+// latency seen, so give WithBaseline (the resource's latency alone, such
+// as a query run by itself) unless the load is sometimes light; and a
+// resource that degrades under load (wasted work, thrashing) makes the
+// recommendation made from an overloaded limit too low. Read it with
+// Recommended, the Observer or promsem.
 //
 // # Metrics
 //
