@@ -48,7 +48,7 @@ func drawRun(res *result, file string) error {
 			return err
 		}
 	}
-	if len(res.Recs) > 0 {
+	if res.Mode == "monitor" && len(res.Recs) > 0 { // an adaptive run recommends the limit it enforces
 		xy := make(plotter.XYs, 0, len(res.Recs))
 		for _, r := range res.Recs {
 			if r.Proc == res.Recs[0].Proc {
