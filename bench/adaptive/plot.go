@@ -3,13 +3,12 @@ package main
 import (
 	"fmt"
 	"image/color"
-	"os"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/distsem/distsem/bench/internal/svgplot"
 )
 
 // drawRun draws a run's limit (and PostgreSQL's active workload queries),
@@ -49,7 +48,7 @@ func drawRun(res *result, file string) error {
 			return err
 		}
 	}
-	if len(res.Recs) > 0 {
+	if res.Mode == "monitor" && len(res.Recs) > 0 { // an adaptive run recommends the limit it enforces
 		xy := make(plotter.XYs, 0, len(res.Recs))
 		for _, r := range res.Recs {
 			if r.Proc == res.Recs[0].Proc {
@@ -66,8 +65,17 @@ func drawRun(res *result, file string) error {
 	if err := add(tput, "", series(func(s second) float64 { return float64(s.Queries) }), blue, false); err != nil {
 		return err
 	}
-	if err := add(p99, "", series(func(s second) float64 { return s.P99 }), blue, false); err != nil {
+	if err := add(p99, "p99 of the load's queries", series(func(s second) float64 { return s.P99 }), blue, false); err != nil {
 		return err
+	}
+	if len(res.Probe) > 0 {
+		xy := make(plotter.XYs, len(res.Probe))
+		for i, pr := range res.Probe {
+			xy[i] = plotter.XY{X: pr.T, Y: pr.MS}
+		}
+		if err := add(p99, "the probe query alone", xy, grey, true); err != nil {
+			return err
+		}
 	}
 	tops := map[*plot.Plot]float64{}
 	for _, sec := range res.Seconds {
@@ -112,22 +120,7 @@ func panel(title, y string) *plot.Plot {
 	return p
 }
 
-// save draws the panels one above the other into a PNG.
+// save draws the panels one above the other into an SVG file.
 func save(file string, ps ...*plot.Plot) error {
-	img := vgimg.New(8*vg.Inch, 3*vg.Inch*vg.Length(len(ps)))
-	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: len(ps), Cols: 1, PadY: vg.Millimeter * 4, PadTop: vg.Millimeter * 2,
-		PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
-	for i, p := range ps {
-		p.Draw(tiles.At(dc, 0, i))
-	}
-	f, err := os.Create(file)
-	if err != nil {
-		return err
-	}
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return svgplot.Save(file, 8*vg.Inch, 3*vg.Inch, len(ps), 1, ps...)
 }

@@ -13,6 +13,7 @@ import (
 
 // result is one run, as saved (one JSON line) and drawn.
 type result struct {
+	Label     string   `json:"label,omitempty"`
 	Mode      string   `json:"mode"`
 	Limit     int64    `json:"limit"`
 	Rep       int      `json:"rep"`
@@ -29,6 +30,8 @@ type result struct {
 	Seconds   []second `json:"seconds"`
 	Decisions []point  `json:"decisions,omitempty"` // the limit each decision set, by process
 	Recs      []point  `json:"recommended,omitempty"`
+	// Probe is the probe query's time alone on PostgreSQL (with -change).
+	Probe []probeAt `json:"probe,omitempty"`
 
 	lats []latAt         // every query that succeeded, for percentiles over intervals
 	errs []time.Duration // when each failed query ended
@@ -56,6 +59,11 @@ type point struct {
 	BaseMS float64 `json:"base_ms,omitempty"`
 }
 
+type probeAt struct {
+	T  float64 `json:"t"`
+	MS float64 `json:"ms"`
+}
+
 type latAt struct {
 	at  time.Duration
 	lat time.Duration
@@ -64,7 +72,7 @@ type latAt struct {
 func (r *run) result(o options, limit int64) *result {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	res := &result{Mode: o.mode, Limit: limit, Procs: o.procs, Workers: o.workers, Duration: o.duration.Seconds(),
+	res := &result{Label: o.label, Mode: o.mode, Limit: limit, Procs: o.procs, Workers: o.workers, Duration: o.duration.Seconds(),
 		Change: o.change.Seconds(), Killed: r.killed, Kill: r.killedAt.Seconds(), Tolerance: o.tolerance,
 		ErrorRate: o.errorRate, Baseline: float64(o.baseline) / 1e6}
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
@@ -79,6 +87,9 @@ func (r *run) result(o options, limit int64) *result {
 	}
 	for _, d := range r.decisions {
 		res.Decisions = append(res.Decisions, point{r.since(d.At).Seconds(), d.Proc, d.Limit, d.Reason, d.LatMS, d.BaseMS})
+	}
+	for _, p := range r.probes {
+		res.Probe = append(res.Probe, probeAt{p.At.Seconds(), float64(p.V) / 1e6})
 	}
 	for _, d := range r.recs {
 		res.Recs = append(res.Recs, point{T: r.since(d.At).Seconds(), Proc: d.Proc, Limit: d.Limit})
@@ -213,10 +224,31 @@ func (res *result) printSummary(w io.Writer) {
 		line("start", 0, settle)
 		line("settled", settle, d)
 	}
+	if res.Change > 0 {
+		before, after := res.probeMedian(res.Change-10, res.Change), res.probeMedian(res.Change+2, res.Change+12)
+		fmt.Fprintf(w, "  probe query alone: median %.1fms in the 10s before the change, %.1fms in [change+2s, change+12s): %.2f×\n",
+			before, after, after/before)
+	}
 	if res.Killed >= 0 {
 		fmt.Fprintf(w, "  killed process %d at %.1fs; decisions after: %s\n", res.Killed, res.Kill, res.decisionsAfter(res.Kill))
 	}
 	fmt.Fprintf(w, "  loadavg %s\n", res.LoadAvg)
+}
+
+// probeMedian is the median time of the probe queries that ended in
+// [from, to), in ms.
+func (res *result) probeMedian(from, to float64) float64 {
+	var ms []float64
+	for _, p := range res.Probe {
+		if p.T >= from && p.T < to {
+			ms = append(ms, p.MS)
+		}
+	}
+	if len(ms) == 0 {
+		return math.NaN()
+	}
+	slices.Sort(ms)
+	return ms[len(ms)/2]
 }
 
 func (res *result) decisionsAfter(t float64) string {

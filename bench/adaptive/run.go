@@ -28,6 +28,7 @@ type run struct {
 	recs      []line
 	limits    []sample // the semaphore's limit, every 250ms
 	active    []sample // workload queries active in PostgreSQL, every 200ms
+	probes    []sample // the time of the probe query, ns, every 250ms (with -change)
 	killed    int      // the process killed, -1 for none
 	killedAt  time.Duration
 }
@@ -90,6 +91,7 @@ func runOnce(ctx context.Context, o options, limit int64) (*result, error) {
 	bg.Go(func() { r.sampleActive(ctx, pg) })
 	if o.change > 0 {
 		bg.Go(func() { compete(ctx, pg, o, r.start.Add(o.change)) })
+		bg.Go(func() { r.probe(ctx, o) })
 	}
 	if o.kill > 0 {
 		bg.Go(func() {
@@ -179,6 +181,29 @@ func (r *run) sampleActive(ctx context.Context, pg *sql.DB) {
 		if err == nil {
 			r.mu.Lock()
 			r.active = append(r.active, sample{time.Since(r.start), n})
+			r.mu.Unlock()
+		}
+	})
+}
+
+// probe runs the sort query alone (not under the limit, tagged so that
+// it is not counted as the load's), one at a time with a pause of 250ms,
+// on a connection of its own: its time is the resource's query time at
+// the moment, whatever limit the load runs under, and shows how much the
+// competing load slowed the database.
+func (r *run) probe(ctx context.Context, o options) {
+	pg, err := sql.Open("pgx", o.dsn)
+	if err != nil {
+		return
+	}
+	defer pg.Close()
+	q := strings.Replace(queries["sort"], "/*bench_adaptive*/", "/*probe*/", 1)
+	every(ctx, 250*time.Millisecond, func() {
+		var s int64
+		start := time.Now()
+		if pg.QueryRowContext(ctx, q, o.queryN).Scan(&s) == nil {
+			r.mu.Lock()
+			r.probes = append(r.probes, sample{time.Since(r.start), int64(time.Since(start))})
 			r.mu.Unlock()
 		}
 	})

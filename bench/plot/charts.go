@@ -2,7 +2,6 @@ package main
 
 import (
 	"image/color"
-	"os"
 	"slices"
 	"strconv"
 
@@ -10,7 +9,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/distsem/distsem/bench/internal/svgplot"
 )
 
 // style of each backend, in legend order.
@@ -169,19 +169,5 @@ func addLines(p *plot.Plot, ss []series, dashed bool, legend bool) error {
 
 // save writes plots side by side into one SVG file.
 func save(file string, w vg.Length, ps ...*plot.Plot) error {
-	img := vgsvg.New(w*vg.Length(len(ps)), 4.5*vg.Inch)
-	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: 1, Cols: len(ps), PadX: vg.Millimeter * 4, PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
-	for i, p := range ps {
-		p.Draw(tiles.At(dc, i, 0))
-	}
-	f, err := os.Create(file)
-	if err != nil {
-		return err
-	}
-	if _, err := img.WriteTo(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return svgplot.Save(file, w, 4.5*vg.Inch, 1, len(ps), ps...)
 }

@@ -57,19 +57,23 @@ const (
 	// ReasonSlowStart: latency is within the tolerance of the baseline
 	// during the slow start; the limit doubles.
 	ReasonSlowStart
-	// ReasonIncrease: latency is below the tolerance band.
+	// ReasonIncrease: the gradient asks for more than the limit, beyond
+	// the hysteresis band.
 	ReasonIncrease
-	// ReasonHold: latency is within the tolerance band (hysteresis).
+	// ReasonHold: the gradient asks for a limit within the hysteresis
+	// band of the limit in force.
 	ReasonHold
 	// ReasonUnderused: latency would allow more, but the fleet used less
 	// than half of the limit, so more would prove nothing.
 	ReasonUnderused
-	// ReasonLatency: latency is above the tolerance band.
+	// ReasonLatency: the gradient asks for less than the limit, beyond
+	// the hysteresis band.
 	ReasonLatency
-	// ReasonBaseline: latency is above the tolerance band, but the last
-	// decrease lowered the concurrency by a fifth or more and not the
-	// latency: the resource got slower. The baseline becomes this latency, and the limit holds
-	// instead of going down further.
+	// ReasonBaseline: the gradient asks for less, but the last decrease
+	// lowered the concurrency by a fifth or more and not the latency: the
+	// resource got slower, or another load shares it. The baseline rises
+	// to the one at which this latency is the limit's equilibrium, and the
+	// limit holds instead of going down further (or back up).
 	ReasonBaseline
 	// ReasonErrors and ReasonTimeouts: more than WithErrorRate of the
 	// window's samples failed or timed out; multiplicative decrease.
@@ -107,8 +111,8 @@ func (r Reason) String() string {
 type params struct {
 	min, max     int64
 	slowStart    int64   // the slow start's first limit; 0: none
-	tolerance    float64 // latency over baseline aimed at
-	band         float64 // hysteresis: the relative half-width of the band around tolerance
+	tolerance    float64 // the limit aimed at over the parallelism in use, before the queue
+	band         float64 // hysteresis: the relative half-width of the band around the limit
 	maxStep      float64 // the largest relative change per window outside the slow start
 	backoff      float64 // the factor of a decrease on errors or timeouts
 	errorRate    float64 // failure fraction above which backoff applies
@@ -170,57 +174,94 @@ func (p *params) next(st State, n, now int64, w Window) (State, Reason) {
 		}
 	case !p.monitor:
 		// The long window: a slow drift toward the unloaded latency that
-		// this window implies if it sits at the tolerance. (Only when the
-		// limit computed is in force: otherwise the latency says nothing
-		// of it.)
-		if target := lat / p.tolerance; target > st.Baseline {
+		// this window implies if the limit in force is the equilibrium.
+		// (Only when the limit computed is in force: otherwise the latency
+		// says nothing of it.)
+		if target := lat / p.equilibrium(st.Limit); target > st.Baseline {
 			st.Baseline += (target - st.Baseline) * p.baselineGain
 		}
 	}
 	ratio := lat / st.Baseline
 	if fail > p.errorRate { // only recommending: at most backoff × the concurrency in force
-		return p.apply(st, now, p.target(st, conc, math.Min(p.tolerance/ratio, p.backoff))), failReason
+		return p.apply(st, now, p.step(st, math.Min(p.gradient(conc, ratio), conc*p.backoff))), failReason
 	}
-	if st.SlowStart {
-		if ratio <= p.tolerance {
-			if conc < float64(st.Applied)/2 {
-				return st, ReasonUnderused
-			}
-			return p.apply(st, now, st.Limit*2), ReasonSlowStart
-		}
-		st.SlowStart = false
-	}
-	switch {
-	case ratio > p.tolerance*(1+p.band):
-		// A fifth less concurrency that did not lower latency: the
-		// resource itself got slower, and this latency is its unloaded one
-		// now. Take it as the baseline, and hold. (A smaller drop hides in
-		// the noise of one window's latency.)
-		if prevLat > 0 && conc < prevConc*0.8 && lat >= prevLat*0.95 {
-			st.Baseline = lat
-			return st, ReasonBaseline
-		}
-		return p.apply(st, now, p.target(st, conc, p.tolerance/ratio)), ReasonLatency
-	case ratio < p.tolerance*(1-p.band):
-		if conc < float64(st.Applied)/2 {
-			return st, ReasonUnderused
-		}
-		return p.apply(st, now, p.target(st, conc, p.tolerance/ratio)), ReasonIncrease
-	}
-	return st, ReasonHold
-}
-
-// target is the limit that brings the latency to the tolerance, g being
-// tolerance/ratio, within one step of the current limit: g times the
-// limit when it is in force; g times the measured concurrency when only
-// recommending, since latency follows the concurrency in force, not the
-// recommendation (by Little's law, as long as the resource queues).
-func (p *params) target(st State, conc, g float64) float64 {
 	from := st.Limit
 	if p.monitor {
 		from = conc
 	}
-	return math.Min(math.Max(from*g, st.Limit*(1-p.maxStep)), st.Limit*(1+p.maxStep))
+	want := p.gradient(from, ratio)
+	if st.SlowStart {
+		// Double while the gradient asks for more, but never past what it
+		// asks for: a doubling that overshoots the equilibrium would then
+		// sit within the hysteresis band above it.
+		if ratio <= p.tolerance && want > st.Limit*(1+p.band) {
+			if conc < float64(st.Applied)/2 {
+				return st, ReasonUnderused
+			}
+			return p.apply(st, now, math.Min(st.Limit*2, want)), ReasonSlowStart
+		}
+		st.SlowStart = false
+	}
+	switch {
+	case want < st.Limit*(1-p.band):
+		// A fifth less concurrency that did not lower latency: the
+		// resource itself got slower, or something else loads it, and
+		// less concurrency here does not bring its latency back. Hold:
+		// the baseline becomes the one at which this latency is the
+		// equilibrium of the limit in force. (Taking the latency itself
+		// as the baseline would read the loaded resource as an unloaded
+		// one and raise the limit against the other load. A smaller drop
+		// hides in the noise of one window's latency.)
+		if prevLat > 0 && conc < prevConc*0.8 && lat >= prevLat*0.95 {
+			st.Baseline = math.Max(st.Baseline, lat/p.equilibrium(st.Limit))
+			return st, ReasonBaseline
+		}
+		return p.apply(st, now, p.step(st, want)), ReasonLatency
+	case want > st.Limit*(1+p.band):
+		if conc < float64(st.Applied)/2 {
+			return st, ReasonUnderused
+		}
+		return p.apply(st, now, p.step(st, want)), ReasonIncrease
+	}
+	return st, ReasonHold
+}
+
+// gradient is the limit the gradient asks for, from a concurrency c
+// (the limit in force, or the measured concurrency when only
+// recommending) at a latency ratio (latency / baseline). By Little's
+// law, c / ratio is the concurrency the resource would serve at its
+// unloaded latency: its parallelism in use. The limit asked for is
+// tolerance times that, plus a queue of √limit: the x with
+// x = tolerance × c / ratio + √x.
+//
+// The queue is what keeps the resource busy. A limit at the tolerance
+// alone leaves about tolerance × the resource's parallelism in flight
+// (3 on 2 cores at 1.5), and every gap of a permit outside the resource
+// (the client's own work, the round trips, the hand-off to the next
+// waiter) then idles a server. √x is the square-root staffing rule (the
+// spare capacity that absorbs the variance of a load x) and the headroom
+// of Envoy's adaptive concurrency filter. It adds less than the limit
+// for any limit above 1, so a high enough latency still drives the limit
+// down to the lower bound.
+func (p *params) gradient(c, ratio float64) float64 {
+	a := c * p.tolerance / ratio
+	r := (1 + math.Sqrt(1+4*a)) / 2
+	return r * r
+}
+
+// equilibrium is the latency ratio at which the gradient holds a limit of
+// c: c × tolerance / ratio + √c = c.
+func (p *params) equilibrium(c float64) float64 {
+	if c <= 1 {
+		return math.Inf(1)
+	}
+	return p.tolerance / (1 - 1/math.Sqrt(c))
+}
+
+// step bounds the move from the controller's limit to want by
+// WithMaxStep.
+func (p *params) step(st State, want float64) float64 {
+	return math.Min(math.Max(want, st.Limit*(1-p.maxStep)), st.Limit*(1+p.maxStep))
 }
 
 // apply sets the controller's limit to l, within the bounds, and the limit

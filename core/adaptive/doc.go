@@ -61,41 +61,55 @@
 //   - Settling: w began before the limit last changed: it would measure
 //     the old limit, so nothing changes. A change is thus judged on a full
 //     window, one decision in two windows at most.
-//   - Errors and timeouts: if more than WithErrorRate (5 %) of the samples
-//     failed or timed out, the limit is multiplied by WithBackoff (0.8).
+//   - Errors and timeouts: if more than WithErrorRate (20 %) of the
+//     samples failed or timed out, the limit is multiplied by WithBackoff
+//     (0.8). Below that, failures are taken for the workload's own
+//     (conflicts, bad input) and the latency decides.
 //   - Baseline: the first window measured sets it. A lower latency moves
 //     it half-way down at once (lower latency is evidence); a higher one
 //     moves it up by window/WithBaselineWindow (1s/1min) of the way to
-//     latency/tolerance, so that it drifts only when the resource itself
+//     the baseline at which this latency would be the limit's
+//     equilibrium, so that it drifts only when the resource itself
 //     changed.
 //   - Slow start (WithSlowStart, from the lower bound): with no state
 //     stored, the first decision sets the limit to the slow start's, so
 //     the baseline is measured unloaded; then the limit doubles each
-//     decision while the latency stays within the tolerance, and the
-//     first window above it ends the slow start. This happens once per
-//     fleet (per state: see redisstore's state TTL), not periodically:
-//     the controller never probes by pinning the limit low, which would
-//     stall every process at once. Monitor-only mode has no slow start.
-//     WithBaseline gives the baseline instead of measuring it.
-//   - Gradient: with latency/baseline = r and WithTolerance t (1.5), the
-//     limit becomes limit × t/r when r is outside [t(1−h), t(1+h)], by at
-//     most WithMaxStep (25 %) per decision either way; inside that band
-//     (hysteresis h, WithHysteresis, 0.2) it holds. The latency compared
-//     is the window's averaged with the windows before it under the same
-//     limit (each older one half as much), so one noisy window alone
-//     moves nothing. An increase is refused while the fleet used less
-//     than half the limit (the mean concurrency, by Little's law, is the
-//     sum of latencies over the window), since more would prove nothing.
+//     decision, but never past the limit the gradient (below) asks for,
+//     while the latency stays within the tolerance and the gradient asks
+//     for more; the first window that does not ends the slow start. This
+//     happens once per fleet (per state: see redisstore's state TTL), not
+//     periodically: the controller never probes by pinning the limit low,
+//     which would stall every process at once. Monitor-only mode has no
+//     slow start. WithBaseline gives the baseline instead of measuring it.
+//   - Gradient: with latency/baseline = r and the concurrency in force
+//     c, the resource serves c/r at its unloaded latency (Little's law).
+//     The limit asked for is WithTolerance t (1.5) times that, plus a
+//     queue of √limit: the x with x = t·c/r + √x. The queue keeps the
+//     resource busy through the gaps a permit spends outside it (the
+//     client's work, round trips, the hand-off); √x is the square-root
+//     staffing rule, and Envoy's headroom. When the limit asked for is
+//     more than WithHysteresis h (0.2) away from the limit, the limit
+//     moves toward it by at most WithMaxStep (25 %) per decision;
+//     within that band it holds. The latency compared is the window's
+//     averaged with the windows before it under the same limit (each
+//     older one half as much), so one noisy window alone moves nothing.
+//     An increase is refused while the fleet used less than half the
+//     limit (the mean concurrency, by Little's law, is the sum of
+//     latencies over the window), since more would prove nothing.
 //   - A slower resource: if a decrease lowered the concurrency by 20 % or
 //     more and the latency did not fall, the latency is the resource's
-//     own, not the queue's: it becomes the baseline and the limit holds,
-//     instead of falling to the lower bound.
+//     own (or another load's), not this fleet's queue: the baseline rises
+//     to the one at which this latency is the limit's equilibrium, and the
+//     limit holds, instead of falling to the lower bound, and without
+//     climbing back against the other load.
 //   - Bounds: the limit stays within WithBounds ([1, 1000]) and moves by
 //     whole permits.
 //
-// So the limit settles where the mean latency is about tolerance × the
-// unloaded latency: past the point where more concurrency adds
-// throughput, before the point where it only adds queueing.
+// So on a resource that runs P queries at once and queues the rest, the
+// limit settles near t·P + √limit (5.3 on 2 cores), where the mean
+// latency is t/(1 − 1/√limit) × the unloaded one: past the point where
+// more concurrency adds throughput, with a short queue that keeps every
+// server busy, before the point where it only adds queueing.
 //
 // # Monitor-only
 //
@@ -103,17 +117,18 @@
 // size a limit before enforcing one. The latencies are then measured under
 // the limit in force, not the recommended one, so the controller cannot
 // test its recommendation: it has no slow start, its baseline does not
-// drift up, and its target is the measured concurrency (not the
-// recommendation) times tolerance/ratio, which is where the latency would
-// sit at the tolerance if it grows in proportion to the queue (Little's
-// law), reached by at most one step per decision, one decision per window;
-// errors and timeouts above WithErrorRate cap it at WithBackoff times the
-// concurrency in force, instead of lowering it window after window. Its baseline is the
-// lowest latency seen, so give WithBaseline (the resource's latency
-// alone, such as a query run by itself) unless the load is sometimes
-// light; and a resource that degrades under load (wasted work, thrashing)
-// makes the recommendation made from an overloaded limit too low. Read it
-// with Recommended, the Observer or promsem.
+// drift up, and it puts the measured concurrency (not the recommendation)
+// in the gradient's formula, which gives the limit the adaptive
+// controller would settle at if the latency grows in proportion to the
+// queue (Little's law); the recommendation moves toward it by at most one
+// step per decision, one decision per window. Errors and timeouts above
+// WithErrorRate cap it at WithBackoff times the concurrency in force,
+// instead of lowering it window after window. Its baseline is the lowest
+// latency seen, so give WithBaseline (the resource's latency alone, such
+// as a query run by itself) unless the load is sometimes light; and a
+// resource that degrades under load (wasted work, thrashing) makes the
+// recommendation made from an overloaded limit too low. Read it with
+// Recommended, the Observer or promsem.
 //
 // # Metrics
 //

@@ -31,7 +31,7 @@ func defaultConfig() config {
 		params: params{
 			min: 1, max: 1000, slowStart: 1,
 			tolerance: 1.5, band: 0.2, maxStep: 0.25,
-			backoff: 0.8, errorRate: 0.05, minSamples: 10,
+			backoff: 0.8, errorRate: 0.2, minSamples: 10,
 		},
 		windowDur:      time.Second,
 		baselineDur:    time.Minute,
@@ -55,31 +55,37 @@ func WithBounds(min, max int64) Option {
 // WithSlowStart sets the limit of the slow start: with no state stored
 // (a fleet's first run, or after the state expired), the controller sets
 // the limit to n, measures the baseline there, and doubles the limit each
-// window while the latency stays within the tolerance of the baseline;
-// the first window above it ends the slow start. 0 skips the slow start:
-// the controller then starts from the limit it finds and takes its first
-// window's latency as the baseline, which overestimates the baseline if
-// that limit already overloads the resource. The default is the lower
-// bound (WithBounds; 1). It must be in [0, core.MaxLimit]; it is raised to
-// the lower bound and lowered to the upper one.
+// decision (never past the limit the gradient asks for; see
+// WithTolerance) while the latency stays within the tolerance of the
+// baseline; the first window that allows no more ends the slow start.
+// 0 skips the slow start: the controller then starts from the limit it
+// finds and takes its first window's latency as the baseline, which
+// overestimates the baseline if that limit already overloads the
+// resource. The default is the lower bound (WithBounds; 1). It must be in
+// [0, core.MaxLimit]; it is raised to the lower bound and lowered to the
+// upper one.
 func WithSlowStart(n int64) Option {
 	return func(c *config) { c.slowStart, c.slowStartSet = n, true }
 }
 
-// WithTolerance sets the latency the controller aims at, as a multiple of
-// the baseline: the limit goes down when a window's mean latency is above
-// tolerance × baseline (plus the hysteresis band) and up when below. The
-// default is 1.5. It must be > 1.
+// WithTolerance sets how much latency the controller trades for
+// concurrency, as a multiple of the baseline: the limit it aims at is
+// tolerance × the concurrency the resource would serve at its baseline
+// latency (the concurrency in force / (latency / baseline), by Little's
+// law), plus a queue of √limit. On a resource that runs P queries at once
+// and queues the rest, the limit thus settles near tolerance × P + √limit
+// (5.3 on 2 cores at 1.5), where the mean latency is a little above
+// tolerance × baseline. The slow start doubles the limit while the latency
+// stays within tolerance × baseline. The default is 1.5. It must be > 1.
 func WithTolerance(t float64) Option { return func(c *config) { c.tolerance = t } }
 
-// WithHysteresis sets the half-width of the band around the tolerance,
-// relative to it, within which the limit does not move: with the defaults
-// (tolerance 1.5, hysteresis 0.2) the limit holds while latency is between
-// 1.2 and 1.8 × baseline. One permit more or less moves the latency of a
-// resource that runs a few queries at once by more than a tenth, and a
-// window's mean latency on a shared machine by as much again, so a
-// narrower band makes small limits wander. The default is 0.2. It must be
-// in [0, 0.5).
+// WithHysteresis sets the half-width of the band around the limit in
+// force, relative to it, within which the limit the gradient asks for
+// does not move it: at 0.2, a limit of 10 holds while the gradient asks
+// for 8 to 12. One permit more or less moves the latency of a resource
+// that runs a few queries at once by more than a tenth, and a window's
+// mean latency on a shared machine by as much again, so a narrower band
+// makes small limits wander. The default is 0.2. It must be in [0, 0.5).
 func WithHysteresis(h float64) Option { return func(c *config) { c.band = h } }
 
 // WithMaxStep sets the largest relative change of the limit per window
@@ -95,8 +101,13 @@ func WithMaxStep(f float64) Option { return func(c *config) { c.maxStep = f } }
 func WithBackoff(f float64) Option { return func(c *config) { c.backoff = f } }
 
 // WithErrorRate sets the fraction of failed and timed-out samples in a
-// window above which the limit backs off. The default is 0.05. It must be
-// in [0, 1).
+// window above which the limit backs off (WithBackoff). Some failures are
+// the workload's own, not a sign of overload: optimistic transactions
+// that conflict, requests refused for bad input; the default leaves room
+// for them, so that the latency rule, not the failure rate, sets the
+// limit of such a load where its throughput peaks. Set it lower when
+// every failure means overload (timeouts of a resource that fails no
+// other way). The default is 0.2. It must be in [0, 1).
 func WithErrorRate(r float64) Option { return func(c *config) { c.errorRate = r } }
 
 // WithMinSamples sets how many samples, fleet-wide, a window needs to be
@@ -106,9 +117,10 @@ func WithMinSamples(n int64) Option { return func(c *config) { c.minSamples = n 
 
 // WithBaselineWindow sets the span of the long window: a window whose
 // latency is above the baseline moves the baseline up by window/span of
-// the way to latency/tolerance, so that a resource that became slower for
-// good is accepted in about this time; a lower latency moves it down by
-// half the way at once. The default is 1 minute. It must be >= the window.
+// the way to the baseline that would make the window's latency the
+// equilibrium of the limit in force (see WithTolerance), so that a
+// resource that became slower for good is accepted in about this time; a
+// lower latency moves it down by half the way at once. The default is 1 minute. It must be >= the window.
 func WithBaselineWindow(d time.Duration) Option { return func(c *config) { c.baselineDur = d } }
 
 // WithMonitorOnly makes the controller compute and report the limit it

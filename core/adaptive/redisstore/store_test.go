@@ -15,7 +15,6 @@ import (
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/adaptive"
 	"github.com/distsem/distsem/core/adaptive/redisstore"
-	"github.com/distsem/distsem/internal/servertest"
 )
 
 var names atomic.Int64
@@ -147,11 +146,4 @@ func TestUnreachableRedisIsUnavailable(t *testing.T) {
 	if err := s.Save(ctx, time.Second, adaptive.State{Window: 1}); !errors.Is(err, core.ErrUnavailable) {
 		t.Errorf("Save = %v, want ErrUnavailable", err)
 	}
-}
-
-func realClient(t *testing.T) *redis.Client {
-	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: servertest.RedisAddr(t)})
-	t.Cleanup(func() { c.Close() })
-	return c
 }
