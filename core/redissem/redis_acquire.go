@@ -12,9 +12,6 @@ import (
 
 func (s *Semaphore) acquire(ctx context.Context, try bool, opts []core.AcquireOption) (*core.Permit, error) {
 	a, err := buildAcquire(s.b.cfg.leaseTTL, opts)
-	if err == nil {
-		err = a.refuseFlow("a Redis semaphore")
-	}
 	if err != nil {
 		return nil, err
 	}
@@ -125,6 +122,8 @@ func (s *Semaphore) wait(ctx context.Context, a acquireSpec) (h *holder, err err
 		switch {
 		case n.token == noteRejected:
 			return nil, invalid("weight %d exceeds the lowered limit of %q", a.weight, s.name)
+		case n.token == noteLevelGone:
+			return nil, invalid("level %d was removed from %q by SetFairness", a.level, s.name)
 		case n.token == noteEvicted && ctx.Err() != nil:
 			return nil, ctxError(ctx, s.name)
 		case n.token == noteEvicted:
@@ -172,7 +171,10 @@ func (s *Semaphore) runAcquire(ctx context.Context, id string, a acquireSpec, tr
 		sent, owner := s.ownerDue(a.ttl)
 		var r reply
 		var err error
-		if a.note == "" && owner == "" {
+		if flow := s.flowArgs(a); flow != nil {
+			args := append([]any{id, a.weight, s.b.leaseArg(a.ttl), tryArg, deadline, s.probe(try), a.note, owner}, flow...)
+			r, err = s.run(ctx, scriptAcquire, s.limit, args...)
+		} else if a.note == "" && owner == "" {
 			r, err = s.run(ctx, scriptAcquire, s.limit, id, a.weight, s.b.leaseArg(a.ttl), tryArg, deadline, s.probe(try))
 		} else {
 			r, err = s.run(ctx, scriptAcquire, s.limit, id, a.weight, s.b.leaseArg(a.ttl), tryArg, deadline, s.probe(try), a.note, owner)
@@ -197,6 +199,8 @@ func (s *Semaphore) runAcquire(ctx context.Context, id string, a acquireSpec, tr
 		switch r.code {
 		case codeTooHeavy:
 			return r, invalid("weight %d exceeds the limit %d of %q", a.weight, r.limit, s.name)
+		case codeLevel:
+			return r, levelError(a.level, r.value, s.name)
 		case codeLate:
 			if ctx.Err() != nil {
 				return r, ctxError(ctx, s.name)
