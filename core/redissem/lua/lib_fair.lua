@@ -25,6 +25,10 @@
 local function fair()
 local QN, SPAN = 64, 17592186044416 -- 2^44
 
+-- num is tonumber of a string.match: miniredis's Lua returns no value,
+-- not nil, from a match that fails.
+function F.num(...) local x = ...; return tonumber(x) end
+
 -- cnt adds d to S's counter f and returns it; a counter at 0 is deleted.
 function F.cnt(f, d)
   local v = (tonumber(F.get(f)) or 0) + d
@@ -151,7 +155,7 @@ function F.fleft(l, q, flow)
     F.cnt('bq', -1)
   end
   local key = 'ff' .. l .. ':' .. flow
-  local n = tonumber(string.match(F.get(key) or '', ':(%d+)$')) or 1
+  local n = F.num(string.match(F.get(key) or '', ':(%d+)$')) or 1
   F.put(key, n > 1 and (q .. ':' .. (n - 1)) or false)
 end
 
@@ -176,7 +180,7 @@ end
 function F.unheld(cur)
   local w = WEIGHT(cur)
   V.used, V.hn = V.used - w, V.hn - 1
-  local l = tonumber(string.match(cur, '^h%d+:%d+:%d+:(%d+)$'))
+  local l = F.num(string.match(cur, '^h%d+:%d+:%d+:(%d+)$'))
   if l and l > 0 then F.cnt('lu' .. l, -w) end
 end
 
@@ -187,14 +191,14 @@ function F.head(l, i)
     if V.qn <= 0 then return nil end
     local h = redis.call('ZRANGE', V.W, 0, 0)[1]
     if not h or h == '' then return nil end
-    return {h, h, tonumber(string.match(h, '^(%d+):')) or 0, ''}
+    return {h, h, F.num(string.match(h, '^(%d+):')) or 0, ''}
   end
   local b = l * QN + i
   if (tonumber(F.get('qc' .. b)) or 0) <= 0 then return nil end
   local h = redis.call('ZRANGEBYSCORE', V.Q, INT(b * SPAN), '(' .. INT((b + 1) * SPAN), 'LIMIT', 0, 1)[1]
   if not h then return nil end
   local _, _, flow, m = F.fparse(h)
-  return {h, m or '', tonumber(string.match(m or '', '^(%d+):')) or 0, flow or ''}
+  return {h, m or '', F.num(string.match(m or '', '^(%d+):')) or 0, flow or ''}
 end
 
 -- next_queue returns the first queue of level l after i (cyclically) with
@@ -323,7 +327,7 @@ function F.fderive(want, hv)
   end
   V.lw, V.qcl = nil, nil
   for _, cur in pairs(hv) do
-    local l = tonumber(string.match(cur, '^h%d+:%d+:%d+:(%d+)$'))
+    local l = F.num(string.match(cur, '^h%d+:%d+:%d+:(%d+)$'))
     if l and l > 0 then F.cnt('lu' .. l, WEIGHT(cur)) end
   end
   V.fw = 0
@@ -338,7 +342,7 @@ function F.fderive(want, hv)
       F.cnt('lw' .. l, 1)
       if F.cnt('qc' .. (l * QN + q), 1) == 1 then F.cnt('bq', 1) end
       local key = 'ff' .. l .. ':' .. flow
-      local n = tonumber(string.match(F.get(key) or '', ':(%d+)$')) or 0
+      local n = F.num(string.match(F.get(key) or '', ':(%d+)$')) or 0
       F.put(key, q .. ':' .. (n + 1))
     elseif m ~= '' then
       stray[#stray + 1] = m
