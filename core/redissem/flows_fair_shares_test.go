@@ -321,3 +321,27 @@ func TestInspectListsFlowAndLevel(t *testing.T) {
 	ok(t, g.next(p).p.Release(context.Background()))
 	ok(t, (<-g.grants).p.Release(context.Background()))
 }
+
+// The fast paths step aside while a waiter of a flow is queued: a call of
+// the default flow neither takes a permit that is free (TryAcquire fails,
+// Acquire queues) nor overtakes the heavy waiter that cannot fit yet.
+func TestDefaultFlowDoesNotOvertakeFlows(t *testing.T) {
+	s := fairSem(t, 2)
+	ctx := context.Background()
+	p := acquire(t, s)
+	g := newGrantLog(t, s)
+	g.queue("heavy", 1, core.WithFlow("big"), core.WithWeight(2))
+	if q, err := s.TryAcquire(ctx); !errors.Is(err, core.ErrNoPermit) {
+		t.Fatalf("TryAcquire with a flow waiter queued: %v, %v; want ErrNoPermit", q, err)
+	}
+	g.queue("plain", 2)
+	n := g.next(p)
+	if n.label != "heavy" {
+		t.Fatalf("grant to %s, want heavy", n.label)
+	}
+	if n = g.next(n.p); n.label != "plain" {
+		t.Fatalf("grant to %s, want plain", n.label)
+	}
+	ok(t, n.p.Release(ctx))
+	wantStats(t, s, 0, 0)
+}
