@@ -59,8 +59,13 @@ func TestManyFlowIDsStateBounded(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("DISTSEM_FLOWS_N")); err == nil {
 		n = v
 	}
+	for _, sc := range []*redis.Script{scriptAcquire, scriptRelease} {
+		if err := sc.Load(ctx, c).Err(); err != nil {
+			t.Fatal(err) // the pipelines send EVALSHA alone
+		}
+	}
 	if _, err := queueRaw(ctx, s, "w.0", "flow-0", 0, 600000); err != nil {
-		t.Fatal(err) // also loads the script for the pipeline
+		t.Fatal(err)
 	}
 	began := time.Now()
 	for i := 1; i < n; i += 1000 {
@@ -177,4 +182,55 @@ func miniClientMR(t *testing.T) (*redis.Client, *miniredis.Miniredis) {
 	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	t.Cleanup(func() { _ = c.Close() })
 	return c, m
+}
+
+// Q lost apart from the rest of the state (keys lost apart): the next
+// check recounts the flows from what is left, the waiter it lost is told
+// and queues again, and it is then granted as before.
+func TestFlowQueuesLostApartRecounted(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: servertest.RedisAddr(t)})
+	defer c.Close()
+	ctx := context.Background()
+	s := New(c, "apart", 1, WithKeyPrefix(fmt.Sprintf("t%d-apart:", time.Now().UnixNano())),
+		WithFairness(core.Fairness{Reserves: []int64{0, 0}}))
+	defer s.Close()
+	p, err := s.TryAcquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		q, err := s.Acquire(ctx, core.WithFlow("tenant"), core.WithLevel(1))
+		if err == nil {
+			err = q.Release(ctx)
+		}
+		got <- err
+	}()
+	waitStats(t, s, func(st core.Stats) bool { return st.Levels[1].Waiting == 1 })
+	c.Del(ctx, s.keys[4])
+	// The waiter is evicted and queues again (its process is alive).
+	waitStats(t, s, func(st core.Stats) bool { return st.Levels[1].Waiting == 1 && st.Backlogged == 1 })
+	if err := p.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	waitStats(t, s, func(st core.Stats) bool { return st.InUse == 0 && st.Waiting == 0 })
+	if f := flowFields(t, c, s); len(f) != 0 {
+		t.Fatalf("flow fields left: %v", f)
+	}
+}
+
+// waitStats polls Stats until ok accepts them, for at most 10 s.
+func waitStats(t *testing.T, s *Semaphore, ok func(core.Stats) bool) {
+	t.Helper()
+	var st core.Stats
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		var err error
+		if st, err = s.Stats(context.Background()); err == nil && ok(st) {
+			return
+		}
+	}
+	t.Fatalf("stats %+v never reached the state wanted", st)
 }

@@ -147,7 +147,7 @@ end
 -- gone from Q.
 function F.fleft(l, q, flow)
   V.fw = V.fw - 1
-  F.cnt('lw' .. l, -1)
+  if F.cnt('lw' .. l, -1) <= 0 and (l > 0 or V.qn == 0) then F.put('rr' .. l, false) end
   local b = l * QN + q
   if F.cnt('qc' .. b, -1) <= 0 then
     F.put('qc' .. b, false)
@@ -283,7 +283,7 @@ function F.grant_level(l, fz)
           d = math.max(d - h[3], 0)
           F.put(dk, (d > 0 and F.head(l, i)) and d or false)
         end
-        F.put(rk, i)
+        F.put(rk, F.waiting(l) > 0 and i or false)
         return true
       end
     end
