@@ -66,7 +66,8 @@ func encodeFairness(f core.Fairness) string {
 // level that f no longer has fails with an ErrInvalidArgument error. An f
 // that core.Fairness.Check refuses for the configured limit is an
 // ErrInvalidArgument error and changes nothing; reserves that add up to
-// more than a limit stored since are scaled down with it.
+// more than a limit stored since are honoured level by level, from level
+// 0, until they add up to it.
 func (s *Semaphore) SetFairness(ctx context.Context, f core.Fairness) error {
 	if err := f.Check(s.limit); err != nil {
 		return err

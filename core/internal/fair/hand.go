@@ -1,6 +1,7 @@
-// Package fair holds what every backend with flows shares: the shuffle
-// sharding that maps an untrusted flow id onto a fixed set of queues.
 package fair
+
+// The shuffle sharding that maps an untrusted flow id onto a fixed set of
+// queues, for a backend whose queues are bounded (core/redissem).
 
 // The defaults of a backend with flows, Kubernetes API Priority and
 // Fairness's: each priority level has Queues queues, and a flow is dealt a

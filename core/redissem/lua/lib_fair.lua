@@ -39,7 +39,8 @@ end
 -- fairness returns the Fairness in force: {r = reserves, w = weights, n =
 -- levels}, from S, else R, else enc (the caller's configured one, or nil),
 -- which it then stores in S. Reserves that add up to more than the limit
--- are scaled down with it.
+-- are honoured level by level, from level 0, until they add up to it (as
+-- core.Local does).
 function F.fairness(enc)
   if V.fz then return V.fz end
   local s = F.get('fair')
@@ -49,10 +50,10 @@ function F.fairness(enc)
   end
   local ok, d = pcall(cjson.decode, s ~= '' and s or '{}')
   if not ok or type(d) ~= 'table' then d = {} end
-  local r, sum = {}, 0
-  for i, x in ipairs(type(d.r) == 'table' and d.r or {}) do r[i] = tonumber(x) or 0; sum = sum + r[i] end
-  if sum > V.limit then
-    for i = 1, #r do r[i] = math.floor(r[i] * V.limit / sum) end
+  local r, left = {}, V.limit
+  for i, x in ipairs(type(d.r) == 'table' and d.r or {}) do
+    r[i] = math.max(math.min(tonumber(x) or 0, left), 0)
+    left = left - r[i]
   end
   V.fz = {r = r, w = type(d.w) == 'table' and d.w or {}, n = math.max(#r, 1)}
   return V.fz
