@@ -15,12 +15,12 @@ func TestConformance(t *testing.T) {
 			s := core.NewLocal(limit)
 			t.Cleanup(func() { _ = s.Close() })
 			return s
-		}},
+		}, Flows: true},
 		{Name: "local-keyed", New: func(t *testing.T, limit int64) semtest.Sem {
 			k := core.NewLocalKeyed(limit)
 			t.Cleanup(func() { _ = k.Close() })
 			return semtest.OneKey(k, "GET /reports")
-		}},
+		}, Flows: true},
 	} {
 		t.Run(b.Name, func(t *testing.T) { semtest.Run(t, b) })
 	}

@@ -84,7 +84,7 @@ func NewLocalKeyed(defaultLimit int64, opts ...Option) *Keyed {
 	// the Local's shared permitExt names the key's entry as its owner, so
 	// Release gives the permit back to the Local and then unrefs the entry.
 	cfg := buildConfig(opts)
-	cfg.refuse("NewLocalKeyed", optsLocal&^optName|optsKeyed)
+	cfg.refuse("NewLocalKeyed", optsLocal&^(optName|optFairness)|optsKeyed)
 	return newKeyed(defaultLimit, cfg, func(k Key, limit int64) LimitSemaphore {
 		return newLocal(k.Label, limit, cfg)
 	}, nil)

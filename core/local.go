@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/distsem/distsem/core/internal/fair"
 )
 
 // localEpoch numbers in-process semaphores. Each one's fencing tokens start
@@ -18,6 +20,12 @@ var localEpoch atomic.Int64
 // ones behind it, as in golang.org/x/sync/semaphore), weights, fencing
 // tokens, a runtime limit and cancellation that never leaks a permit.
 // Leases do not apply: a Local permit is never lost.
+//
+// With flows and levels (WithFlow, WithLevel, WithFairness, SetFairness)
+// the order is fair instead (see Fairness): FIFO within a flow, deficit
+// round robin between the flows of a level. Local keeps one queue per
+// flow that has waiters, so a flow never shares a queue with another.
+// From the first such call on, every grant and release takes a lock.
 //
 // An Acquire that finds room with nobody queued, and a Release with nobody
 // queued, take no lock, so an uncontended Local costs about what
@@ -41,10 +49,13 @@ type Local struct {
 
 	mu      sync.Mutex
 	limit   int64
-	free    int64     // while state is frozen: limit − permits in use
-	seq     int64     // while state is frozen: the grants so far
-	waiters waitQueue // non-empty only while state is frozen
-	closed  bool      // state stays frozen once closed
+	free    int64                    // while state is frozen: limit − permits in use
+	seq     int64                    // while state is frozen: the grants so far
+	waiters fair.Queue[*localWaiter] // non-empty only while state is frozen
+	// lvl is nil until s has flows or levels (local_fair.go); from then
+	// on the queue is fair, and state stays frozen.
+	lvl    *[MaxLevels]permitExt
+	closed bool // state stays frozen once closed
 	// held is nil until the first Inspect, and then records the permits
 	// granted since (local_inspect.go). The state stays frozen from then
 	// on, so that every grant and release takes mu.
@@ -58,7 +69,17 @@ type Local struct {
 func NewLocal(limit int64, opts ...Option) *Local {
 	cfg := buildConfig(opts)
 	cfg.refuse("NewLocal", optsLocal)
-	return newLocal(cfg.name, limit, cfg)
+	if err := cfg.fair.Check(limit); err != nil {
+		panic("core: WithFairness: " + err.Error())
+	}
+	s := newLocal(cfg.name, limit, cfg)
+	if cfg.given&optFairness != 0 {
+		s.mu.Lock()
+		s.freeze()
+		s.fairMode()
+		s.mu.Unlock()
+	}
+	return s
 }
 
 func newLocal(name string, limit int64, cfg config) *Local {
@@ -90,15 +111,16 @@ func (s *Local) TryAcquire(ctx context.Context, opts ...AcquireOption) (*Permit,
 
 func (s *Local) acquire(ctx context.Context, try bool, opts []AcquireOption) (*Permit, error) {
 	n := int64(1)
+	var fa *acquireConfig // the call's options, if it names a flow or a level
 	if len(opts) != 0 {
 		a, err := buildAcquire(s.cfg.leaseTTL, opts)
-		if err == nil && (a.flowSet || a.level != 0) {
-			err = invalid("Local has no flows or priority levels (WithFlow, WithLevel)")
-		}
 		if err != nil {
 			return nil, err
 		}
 		n = a.weight
+		if a.flowSet || a.level != 0 {
+			fa = &a
+		}
 	}
 	done := ctx.Done()
 	if done != nil {
@@ -109,7 +131,7 @@ func (s *Local) acquire(ctx context.Context, try bool, opts []AcquireOption) (*P
 		}
 	}
 	// The fast path: room, and nobody queued.
-	for {
+	for fa == nil {
 		st := s.state.Load()
 		if st&slowBit != 0 {
 			break
@@ -129,11 +151,12 @@ func (s *Local) acquire(ctx context.Context, try bool, opts []AcquireOption) (*P
 			return p, nil
 		}
 	}
-	return s.acquireSlow(ctx, done, try, n, opts)
+	return s.acquireSlow(ctx, done, try, n, opts, fa)
 }
 
-// acquireSlow grants under mu, or queues.
-func (s *Local) acquireSlow(ctx context.Context, done <-chan struct{}, try bool, n int64, opts []AcquireOption) (*Permit, error) {
+// acquireSlow grants under mu, or queues. fa is the call's options if they
+// name a flow or a level, else nil.
+func (s *Local) acquireSlow(ctx context.Context, done <-chan struct{}, try bool, n int64, opts []AcquireOption, fa *acquireConfig) (*Permit, error) {
 	s.mu.Lock()
 	switch {
 	case s.closed:
@@ -143,21 +166,31 @@ func (s *Local) acquireSlow(ctx context.Context, done <-chan struct{}, try bool,
 		limit := s.limit
 		s.mu.Unlock()
 		return nil, invalid("weight %d exceeds the limit %d of %q", n, limit, s.name)
+	case fa != nil && fa.level >= s.cfg.fair.Levels():
+		levels := s.cfg.fair.Levels()
+		s.mu.Unlock()
+		return nil, invalid("level %d of %q, which has %d levels", fa.level, s.name, levels)
 	}
 	s.freeze()
-	if s.waiters.n == 0 && s.free >= n {
+	if fa != nil {
+		s.fairMode()
+	}
+	if s.waiters.Len() == 0 && s.free >= n {
 		s.free -= n
 		tok := s.nextToken()
 		if n != 1 {
 			s.heavy.Add(n - 1)
 		}
+		flow, level := fa.flowLevel()
+		s.waiters.Held(level, n)
+		x := s.ext(level)
 		s.held.add(n, tok, s.noteOf(opts))
 		s.thaw()
 		s.mu.Unlock()
 		if o := s.cfg.observer; o != nil {
-			o.Observe(Event{Kind: EventAcquired, Name: s.name, Weight: n, Ctx: ctx})
+			o.Observe(Event{Kind: EventAcquired, Name: s.name, Weight: n, Ctx: ctx, Flow: flow, Level: level})
 		}
-		return &Permit{permitExt: &s.plain, weight: n, token: tok}, nil
+		return &Permit{permitExt: x, weight: n, token: tok}, nil
 	}
 	if try {
 		s.thaw()
@@ -165,12 +198,14 @@ func (s *Local) acquireSlow(ctx context.Context, done <-chan struct{}, try bool,
 		return nil, fmt.Errorf("%w: %q", ErrNoPermit, s.name)
 	}
 	w := &localWaiter{p: Permit{weight: n}, ready: make(chan struct{})}
+	w.q.V, w.q.Weight = w, n
 	if len(opts) != 0 || s.held != nil {
 		w.meta = &localWaitMeta{note: s.noteOf(opts), since: time.Now()}
 	}
-	s.waiters.push(w)
+	flow, level := fa.flowLevel()
+	s.waiters.Push(&w.q, flow, level)
 	s.mu.Unlock()
-	return s.wait(ctx, done, w)
+	return s.wait(ctx, done, w, fa)
 }
 
 func (s *Local) release(ctx context.Context, p *Permit) error {
@@ -178,6 +213,7 @@ func (s *Local) release(ctx context.Context, p *Permit) error {
 	if n != 1 {
 		s.heavy.Add(1 - n)
 	}
+	level := 0
 	for {
 		st := s.state.Load()
 		if st&slowBit != 0 {
@@ -188,6 +224,7 @@ func (s *Local) release(ctx context.Context, p *Permit) error {
 				panic("core: released more than held")
 			}
 			s.held.remove(p.token)
+			level = s.released(p)
 			s.settle()
 			s.mu.Unlock()
 			break
@@ -197,7 +234,7 @@ func (s *Local) release(ctx context.Context, p *Permit) error {
 		}
 	}
 	if o := s.cfg.observer; o != nil {
-		o.Observe(Event{Kind: EventReleased, Name: s.name, Weight: n, Ctx: ctx})
+		o.Observe(Event{Kind: EventReleased, Name: s.name, Weight: n, Ctx: ctx, Level: level})
 	}
 	return nil
 }
@@ -215,6 +252,9 @@ func (s *Local) SetLimit(_ context.Context, limit int64) error {
 	s.freeze()
 	s.free += limit - s.limit
 	s.limit = limit
+	if s.lvl != nil {
+		s.waiters.Fair(fair.Reserves(s.cfg.fair.Reserves, limit), s.cfg.fair.Weights, 0)
+	}
 	// Every queued request heavier than the new limit fails now, not only
 	// when it reaches the head.
 	s.failHeavier(limit)
@@ -228,7 +268,11 @@ func (s *Local) SetLimit(_ context.Context, limit int64) error {
 func (s *Local) Stats(context.Context) (Stats, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Stats{Limit: s.limit, InUse: s.limit - s.freeNow(), Waiting: int64(s.waiters.n)}, nil
+	st := Stats{Limit: s.limit, InUse: s.limit - s.freeNow(), Waiting: int64(s.waiters.Len())}
+	for l := range st.Levels {
+		st.Levels[l].InUse, st.Levels[l].Waiting, st.Backlogged = s.waiters.Level(l)
+	}
+	return st, nil
 }
 
 // Close fails every queued Acquire with ErrClosed, and every later Acquire
@@ -238,10 +282,8 @@ func (s *Local) Close() error {
 	defer s.mu.Unlock()
 	s.freeze()
 	s.closed = true // state stays frozen
-	for w := s.waiters.head; w != nil; w = s.waiters.head {
-		w.err = ErrClosed
-		s.waiters.remove(w)
-		close(w.ready)
+	for _, w := range s.queuedWaiters() {
+		s.fail(w, ErrClosed)
 	}
 	return nil
 }

@@ -47,6 +47,7 @@ func (s *Local) ungrant(p *Permit) {
 		s.heavy.Add(1 - p.weight)
 	}
 	s.held.remove(p.token)
+	s.released(p)
 }
 
 // noteOf returns the note that opts give (WithNote), already checked by
@@ -88,12 +89,16 @@ func (s *Local) Inspect(_ context.Context, limit int) (Snapshot, error) {
 		s.freeze() // and never thawed again: every grant takes mu
 		s.held = make(localHolders)
 	}
-	snap.Limit, snap.InUse, snap.Waiting = s.limit, s.limit-s.free, int64(s.waiters.n)
-	for w := s.waiters.head; w != nil && len(snap.Waiters) < limit; w = w.next {
+	snap.Limit, snap.InUse, snap.Waiting = s.limit, s.limit-s.free, int64(s.waiters.Len())
+	for _, w := range s.queuedWaiters() {
+		if len(snap.Waiters) == limit {
+			break
+		}
 		v := Waiter{Position: int64(len(snap.Waiters)), Weight: w.p.weight, Owner: s.cfg.owner}
 		if w.meta != nil {
 			v.Since, v.Note = w.meta.since, w.meta.note
 		}
+		v.Flow, v.Level = w.q.Flow(), w.q.Level
 		snap.Waiters = append(snap.Waiters, v)
 	}
 	holders := snap.InUse - s.heavy.Load() // listed or not, tracked or not

@@ -53,7 +53,7 @@ func (s *Local) freeze() {
 // s is open and was never inspected, and the values fit the word;
 // otherwise it stays frozen. s.mu must be held, and s frozen.
 func (s *Local) thaw() {
-	if s.waiters.n == 0 && !s.closed && s.held == nil && s.limit < freeBias && s.free >= -freeBias && s.seq < seqMax {
+	if s.waiters.Len() == 0 && s.lvl == nil && !s.closed && s.held == nil && s.limit < freeBias && s.free >= -freeBias && s.seq < seqMax {
 		s.state.Store(packState(s.free, s.seq))
 	}
 }

@@ -3,6 +3,8 @@ package core
 import (
 	"context"
 	"time"
+
+	"github.com/distsem/distsem/core/internal/fair"
 )
 
 // The queue side of Local: waiters, in FIFO order, and how they are
@@ -12,11 +14,11 @@ import (
 // part of it, so a grant after a wait allocates nothing more; its weight
 // is the weight asked for from the start.
 type localWaiter struct {
-	next, prev *localWaiter   // in Local.waiters
-	meta       *localWaitMeta // for Inspect: nil unless a note was given or s was inspected
-	ready      chan struct{}  // closed when granted or failed
-	err        error          // set before ready is closed when the waiter failed
-	p          Permit         // the grant; set before ready is closed
+	q     fair.Item[*localWaiter] // in Local.waiters while queued
+	meta  *localWaitMeta          // for Inspect: nil unless a note was given or s was inspected
+	ready chan struct{}           // closed when granted or failed
+	err   error                   // set before ready is closed when the waiter failed
+	p     Permit                  // the grant; set before ready is closed
 }
 
 // localWaitMeta is what Inspect lists of a waiter beyond its weight,
@@ -26,62 +28,25 @@ type localWaitMeta struct {
 	since time.Time // when it queued
 }
 
-// waitQueue is an intrusive FIFO list of waiters (no allocation per node).
-// It is guarded by Local.mu.
-type waitQueue struct {
-	head, tail *localWaiter
-	n          int
-}
-
-func (q *waitQueue) push(w *localWaiter) {
-	w.prev, w.next = q.tail, nil
-	if q.tail == nil {
-		q.head = w
-	} else {
-		q.tail.next = w
-	}
-	q.tail = w
-	q.n++
-}
-
-// remove takes w, which must be queued, out of q.
-func (q *waitQueue) remove(w *localWaiter) {
-	if w.prev == nil {
-		q.head = w.next
-	} else {
-		w.prev.next = w.next
-	}
-	if w.next == nil {
-		q.tail = w.prev
-	} else {
-		w.next.prev = w.prev
-	}
-	w.prev, w.next = nil, nil
-	q.n--
-}
-
 // failHeavier fails and unqueues every waiter heavier than limit: it can
 // never fit. s.mu must be held.
 func (s *Local) failHeavier(limit int64) {
-	for w := s.waiters.head; w != nil; {
-		next := w.next
+	for _, w := range s.queuedWaiters() {
 		if w.p.weight > limit {
-			w.err = invalid("weight %d exceeds the limit %d of %q", w.p.weight, limit, s.name)
-			s.waiters.remove(w)
-			close(w.ready)
+			s.fail(w, invalid("weight %d exceeds the limit %d of %q", w.p.weight, limit, s.name))
 		}
-		w = next
 	}
 }
 
 // wait waits for w's grant, or for ctx to end.
-func (s *Local) wait(ctx context.Context, done <-chan struct{}, w *localWaiter) (*Permit, error) {
+func (s *Local) wait(ctx context.Context, done <-chan struct{}, w *localWaiter, fa *acquireConfig) (*Permit, error) {
 	n := w.p.weight
+	flow, level := fa.flowLevel()
 	o := s.cfg.observer
 	var start time.Time
 	if o != nil {
 		start = time.Now()
-		o.Observe(Event{Kind: EventWait, Name: s.name, Weight: n, Ctx: ctx})
+		o.Observe(Event{Kind: EventWait, Name: s.name, Weight: n, Ctx: ctx, Flow: flow, Level: level})
 	}
 	var err error
 	if done == nil { // a ctx that never ends: no select needed
@@ -92,12 +57,12 @@ func (s *Local) wait(ctx context.Context, done <-chan struct{}, w *localWaiter) 
 	}
 	if err != nil {
 		if o != nil {
-			o.Observe(Event{Kind: EventAbandoned, Name: s.name, Weight: n, Wait: time.Since(start), Err: err, Ctx: ctx})
+			o.Observe(Event{Kind: EventAbandoned, Name: s.name, Weight: n, Wait: time.Since(start), Err: err, Ctx: ctx, Flow: flow, Level: level})
 		}
 		return nil, err
 	}
 	if o != nil {
-		o.Observe(Event{Kind: EventAcquired, Name: s.name, Weight: n, Wait: time.Since(start), Ctx: ctx})
+		o.Observe(Event{Kind: EventAcquired, Name: s.name, Weight: n, Wait: time.Since(start), Ctx: ctx, Flow: flow, Level: level})
 	}
 	return &w.p, nil
 }
@@ -118,7 +83,7 @@ func (s *Local) waitCtx(ctx context.Context, done <-chan struct{}, w *localWaite
 				s.ungrant(&w.p)
 			}
 		default:
-			s.waiters.remove(w)
+			s.waiters.Remove(&w.q)
 		}
 		s.settle()
 		s.mu.Unlock()
@@ -148,18 +113,19 @@ func (s *Local) waitCtx(ctx context.Context, done <-chan struct{}, w *localWaite
 // smaller ones behind it. s.mu must be held; while anyone is queued the slow
 // bit is set, so only holders of s.mu change state.
 func (s *Local) notifyWaiters() {
-	for w := s.waiters.head; w != nil; w = s.waiters.head {
+	for w := s.next(); w != nil; w = s.next() {
 		if w.p.weight > s.limit {
 			// The limit was lowered below this request: it can never fit.
-			w.err = invalid("weight %d exceeds the limit %d of %q", w.p.weight, s.limit, s.name)
-		} else if s.free < w.p.weight {
-			return
-		} else {
-			s.free -= w.p.weight
-			w.p.permitExt, w.p.token = &s.plain, s.nextToken() // its weight is read unlocked
-			s.granted(w)
+			s.fail(w, invalid("weight %d exceeds the limit %d of %q", w.p.weight, s.limit, s.name))
+			continue
 		}
-		s.waiters.remove(w)
+		if s.free < w.p.weight {
+			return
+		}
+		s.free -= w.p.weight
+		s.waiters.Grant(&w.q)
+		w.p.permitExt, w.p.token = s.ext(w.q.Level), s.nextToken() // its weight is read unlocked
+		s.granted(w)
 		close(w.ready)
 	}
 }

@@ -57,6 +57,11 @@ type Event struct {
 	// call caused, such as the backend error of a failed renewal; Context
 	// never returns nil.
 	Ctx context.Context
+	// Flow and Level are the call's flow and priority level (WithFlow,
+	// WithLevel) on a backend with flows; "" and 0 otherwise. An
+	// EventReleased carries the permit's level but no flow.
+	Flow  string
+	Level int
 }
 
 // Context returns e.Ctx, or context.Background() if it is nil.

@@ -29,7 +29,7 @@ var optNames = [...]string{
 
 // What each kind of constructor honours.
 const (
-	optsLocal  = optObserver | optName | optOwner
+	optsLocal  = optObserver | optName | optOwner | optFairness
 	optsKeyed  = optLimits | optMaxIdle
 	optsRemote = optKeyPrefix | optLeaseTTL | optObserver | optPolicy | optOnError | optOwner // ResolveOptions
 )

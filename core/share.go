@@ -21,7 +21,7 @@ var _ LimitSemaphore = (*Local)(nil)
 // events and errors. It panics as NewLocal does.
 func NewShare(name string, limit int64, opts ...Option) *Share {
 	cfg := buildConfig(opts)
-	cfg.refuse("NewShare", optsLocal)
+	cfg.refuse("NewShare", optsLocal&^optFairness)
 	return newShare(name, limit, cfg)
 }
 
@@ -85,12 +85,12 @@ func (l *Share) State() ShareState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	inUse := s.limit - s.freeNow() - l.reserve
-	st := ShareState{InUse: inUse, WaitN: int64(s.waiters.n), Share: s.limit - l.reserve, Limit: s.limit}
-	for w := s.waiters.head; w != nil; w = w.next {
+	st := ShareState{InUse: inUse, WaitN: int64(s.waiters.Len()), Share: s.limit - l.reserve, Limit: s.limit}
+	for _, w := range s.queuedWaiters() {
 		st.WaitW += w.p.weight
 	}
-	if w := s.waiters.head; w != nil {
-		st.Head = w.p.weight
+	if it := s.waiters.Next(); it != nil {
+		st.Head = it.Weight
 	}
 	return st
 }

@@ -31,6 +31,12 @@ type Config struct {
 	// RouteKey, "METHOD /route/{param}" like httpmw. An extractor that
 	// returns ErrUnrouted lets the request through without a permit.
 	KeyExtractor middleware.Extractor
+	// Flow names a request's flow (a tenant, an API key) and priority
+	// level (0 is the highest), for a semaphore with flows (see
+	// core.WithFlow); the handler's ctx carries them too
+	// (core.ContextWithFlow). The default (nil) names no flow. A semaphore
+	// without flows refuses a flow, and the request gets ErrorHandler.
+	Flow func(c echo.Context) (flow string, level int)
 
 	// MaxWait is how long a request may wait for a permit; see
 	// admit.WithMaxWait: 0 rejects at once when none is free (the

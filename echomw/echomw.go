@@ -94,6 +94,10 @@ func (config Config) ToMiddleware() (echo.MiddlewareFunc, error) {
 				return config.ErrorHandler(c, err)
 			}
 			ctx := c.Request().Context()
+			if config.Flow != nil {
+				flow, level := config.Flow(c)
+				ctx = core.ContextWithFlow(ctx, flow, level)
+			}
 			t, err := ctl.Acquire(ctx, key)
 			if err != nil {
 				c.Set(causeKey, err)

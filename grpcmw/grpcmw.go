@@ -33,12 +33,17 @@ func newLimiter(sem core.KeyedSemaphore, opts []Option) *limiter {
 	return &limiter{ctl: admit.New(sem, o.admit...), o: o}
 }
 
-func (l *limiter) acquire(ctx context.Context, method string) (admit.Ticket, error) {
+// acquire admits a call, and returns ctx with the call's flow (WithFlow).
+func (l *limiter) acquire(ctx context.Context, method string) (context.Context, admit.Ticket, error) {
+	if l.o.flow != nil {
+		flow, level := l.o.flow(ctx, method)
+		ctx = core.ContextWithFlow(ctx, flow, level)
+	}
 	t, err := l.ctl.Acquire(ctx, l.o.key(ctx, method))
 	if err != nil {
-		return t, l.o.reject(ctx, method, err.(*admit.Rejection))
+		return ctx, t, l.o.reject(ctx, method, err.(*admit.Rejection))
 	}
-	return t, nil
+	return ctx, t, nil
 }
 
 // UnaryServerInterceptor returns a server interceptor that runs a unary
@@ -47,7 +52,7 @@ func (l *limiter) acquire(ctx context.Context, method string) (admit.Ticket, err
 func UnaryServerInterceptor(sem core.KeyedSemaphore, opts ...Option) grpc.UnaryServerInterceptor {
 	l := newLimiter(sem, opts)
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (_ any, err error) {
-		t, err := l.acquire(ctx, info.FullMethod)
+		ctx, t, err := l.acquire(ctx, info.FullMethod)
 		if err != nil {
 			return nil, err
 		}
@@ -67,7 +72,7 @@ func StreamServerInterceptor(sem core.KeyedSemaphore, opts ...Option) grpc.Strea
 	l := newLimiter(sem, opts)
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
 		ctx := ss.Context()
-		t, err := l.acquire(ctx, info.FullMethod)
+		ctx, t, err := l.acquire(ctx, info.FullMethod)
 		if err != nil {
 			return err
 		}
@@ -93,7 +98,7 @@ func (s permitStream) Context() context.Context { return s.ctx }
 func UnaryClientInterceptor(sem core.KeyedSemaphore, opts ...Option) grpc.UnaryClientInterceptor {
 	l := newLimiter(sem, opts)
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) (err error) {
-		t, err := l.acquire(ctx, method)
+		ctx, t, err := l.acquire(ctx, method)
 		if err != nil {
 			return err
 		}
@@ -112,7 +117,7 @@ func UnaryClientInterceptor(sem core.KeyedSemaphore, opts ...Option) grpc.UnaryC
 func StreamClientInterceptor(sem core.KeyedSemaphore, opts ...Option) grpc.StreamClientInterceptor {
 	l := newLimiter(sem, opts)
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, callOpts ...grpc.CallOption) (grpc.ClientStream, error) {
-		t, err := l.acquire(ctx, method)
+		ctx, t, err := l.acquire(ctx, method)
 		if err != nil {
 			return nil, err
 		}

@@ -25,6 +25,7 @@ type RejectFunc func(ctx context.Context, fullMethod string, rej *admit.Rejectio
 
 type options struct {
 	key        func(ctx context.Context, fullMethod string) string
+	flow       func(ctx context.Context, fullMethod string) (string, int)
 	reject     RejectFunc
 	retryAfter time.Duration
 	admit      []admit.Option
@@ -91,6 +92,18 @@ func (r *rejecter) reject(ctx context.Context, _ string, rej *admit.Rejection) e
 // default is the full method name.
 func WithKey(f func(ctx context.Context, fullMethod string) string) Option {
 	return func(o *options) { o.key = f }
+}
+
+// WithFlow sets the function that names a call's flow (a tenant, an API
+// key) and priority level (0 is the highest), for a semaphore with flows
+// (see core.WithFlow). A server interceptor's ctx holds the call's
+// incoming metadata (metadata.FromIncomingContext), a client
+// interceptor's its outgoing metadata. A server handler's ctx carries the
+// flow too (core.ContextWithFlow). The default (nil) names no flow. A
+// semaphore without flows refuses a flow, and the call fails with
+// Unavailable.
+func WithFlow(f func(ctx context.Context, fullMethod string) (flow string, level int)) Option {
+	return func(o *options) { o.flow = f }
 }
 
 // WithRejectHandler sets the function that builds the error of a rejected

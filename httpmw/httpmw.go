@@ -87,6 +87,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		key = UnroutedKey
 	}
 	ctx := r.Context()
+	if h.o.flow != nil {
+		flow, level := h.o.flow(r)
+		ctx = core.ContextWithFlow(ctx, flow, level)
+	}
 	t, err := h.ctl.Acquire(ctx, key)
 	if err != nil {
 		h.rejected(w, r, err.(*admit.Rejection))

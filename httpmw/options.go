@@ -18,6 +18,7 @@ type RejectFunc func(w http.ResponseWriter, r *http.Request, code int, rej *admi
 
 type options struct {
 	key        func(*http.Request) string
+	flow       func(*http.Request) (string, int)
 	status     int
 	retryWait  time.Duration // the WithRetryAfter value
 	retryAfter string        // header value, "" for none; set by Limit
@@ -38,6 +39,18 @@ func defaultOptions() options {
 // no permit at all when no pattern matches (the mux then answers 404, 405
 // or a redirect); UnroutedKey otherwise.
 func WithKey(f func(r *http.Request) string) Option { return func(o *options) { o.key = f } }
+
+// WithFlow sets the function that names a request's flow (a tenant, an API
+// key, the client's address) and priority level (0 is the highest), for a
+// semaphore with flows (see core.WithFlow): requests of one flow wait in
+// arrival order, and backlogged flows share the limit fairly. The handler's
+// ctx carries them too (core.ContextWithFlow), so that a database query
+// made through sqlmw waits in the same flow. The default (nil) names no
+// flow. A flow of "" is the default flow. A semaphore without flows
+// refuses a flow with an error, and the request gets 503.
+func WithFlow(f func(r *http.Request) (flow string, level int)) Option {
+	return func(o *options) { o.flow = f }
+}
 
 // WithStatus sets the status written when no permit could be had. The
 // default is 429 Too Many Requests; 503 Service Unavailable is the usual

@@ -72,6 +72,11 @@
 // or line comments; its keys are at most MaxCommentKeyLen bytes.
 // WithMaxWait bounds the wait for a permit.
 //
+// A query whose ctx carries a flow and a level (core.ContextWithFlow, which
+// httpmw, grpcmw and echomw set from their WithFlow) waits for its permit
+// in that flow, on a semaphore with flows: one tenant's batch of queries
+// then cannot hold up another's.
+//
 // What happens when the Redis backend is down is chosen on the semaphore,
 // with core.WithFailurePolicy: FailClosed (the default) fails the query,
 // FailOpen runs it unthrottled, FailLocal(k) throttles per process. A query

@@ -42,6 +42,8 @@ func New(sem core.KeyedSemaphore, opts ...Option) *Controller {
 
 // Acquire admits one request of key. ctx is the request's context: if it
 // ends first, the request is rejected with ClientGone and holds nothing.
+// If ctx carries a flow and a level (core.ContextWithFlow), the permit is
+// asked for with them.
 //
 // On success it returns a Ticket that the caller must Release once, when
 // the request is done. On failure it returns the zero Ticket and a
@@ -53,7 +55,8 @@ func (c *Controller) Acquire(ctx context.Context, key string) (Ticket, error) {
 	if obs != nil {
 		start = time.Now()
 	}
-	p, err := c.sem.TryAcquire(ctx, key)
+	fo := core.FlowOptions(ctx) // nil, with no allocation, unless ctx names a flow
+	p, err := c.sem.TryAcquire(ctx, key, fo...)
 	if err == nil {
 		return c.admitted(key, p, start, false), nil
 	}
@@ -67,10 +70,10 @@ func (c *Controller) Acquire(ctx context.Context, key string) (Ticket, error) {
 		obs.Observe(Event{Kind: EventQueued, Key: key})
 	}
 	if c.o.maxWait == WaitForever {
-		p, err = c.sem.Acquire(ctx, key)
+		p, err = c.sem.Acquire(ctx, key, fo...)
 	} else {
 		wctx, cancel := context.WithTimeout(ctx, c.o.maxWait)
-		p, err = c.sem.Acquire(wctx, key)
+		p, err = c.sem.Acquire(wctx, key, fo...)
 		cancel()
 	}
 	c.dequeue(key)

@@ -138,13 +138,20 @@ func (m *sessions) invalidate(id string) {
 	for h := range m.held {
 		if h.sid == id {
 			delete(m.held, h)
-			close(h.lost)
 			lost = append(lost, h)
 		}
 	}
 	m.mu.Unlock()
+	m.markLost(lost, core.ErrNotHeld)
+}
+
+// markLost reports each of lost, no longer in m.held, lost with err: first
+// the EventLost, so that an observer sees it while the permit's caller
+// still waits on Lost (and, say, its trace span is open), then Lost.
+func (m *sessions) markLost(lost []*holder, err error) {
 	for _, h := range lost {
-		m.s.observe(core.Event{Kind: core.EventLost, Name: m.s.name, Weight: h.weight, Err: core.ErrNotHeld, Ctx: h.lostCtx()})
+		m.s.observe(core.Event{Kind: core.EventLost, Name: m.s.name, Weight: h.weight, Err: err, Ctx: h.lostCtx()})
+		close(h.lost)
 	}
 }
 
@@ -197,15 +204,12 @@ func (m *sessions) close() {
 	}
 	var lost []*holder
 	for h := range m.held {
-		close(h.lost)
 		lost = append(lost, h)
 	}
 	clear(m.held)
 	id, stop := m.id, m.stopLoop
 	m.mu.Unlock()
-	for _, h := range lost {
-		m.s.observe(core.Event{Kind: core.EventLost, Name: m.s.name, Weight: h.weight, Err: core.ErrClosed, Ctx: h.lostCtx()})
-	}
+	m.markLost(lost, core.ErrClosed)
 	if stop != nil {
 		stop()
 	}

@@ -11,6 +11,10 @@
 //	distsem_sem_waiting{key}                      gauge: Acquire calls of this process in the queue
 //	distsem_sem_lost_leases_total{key}            counter: leases lost while held
 //	distsem_sem_backend_errors_total{kind}        counter: backend failures, by kind
+//	distsem_sem_level_in_use{level}               gauge: permit weight held, by priority level
+//	distsem_sem_level_waiting{level}              gauge: Acquire calls queued, by priority level
+//	distsem_sem_flow_waiting{flow}                gauge: Acquire calls queued, by flow (WithFlows)
+//	distsem_sem_flow_wait_seconds{flow,result}    histogram: time queued, by flow (WithFlows)
 //
 // kind is "timeout", "network", "server" (an error reply from Redis, such
 // as READONLY or CLUSTERDOWN), "closed" or "other". The wait histogram
@@ -24,6 +28,13 @@
 //	distsem_sem_fleet_in_use{key}      gauge: permit weight held, all processes
 //	distsem_sem_fleet_waiting{key}     gauge: Acquire calls queued, all processes
 //	distsem_sem_fleet_stats_errors_total{key}  counter: Stats calls that failed or timed out
+//	distsem_sem_fleet_level_in_use{key,level}  gauge: permit weight held, by priority level
+//	distsem_sem_fleet_level_waiting{key,level} gauge: Acquire calls queued, by priority level
+//	distsem_sem_fleet_backlogged_queues{key}   gauge: flow queues with waiters
+//
+// The level and flow series appear once a semaphore has flows or levels
+// (core.WithFlow, core.WithLevel); the fleet's level series then cover
+// every level up to the highest seen busy.
 //
 // # Bounded labels
 //
@@ -31,7 +42,9 @@
 // named with WithKeys (the overrides table given to core.WithLimits, or
 // the semaphore's name for a plain semaphore) get a key label value of
 // their own; every other key is counted under "other". Label values are
-// cut to MaxLabelLen bytes. All series exist from the start, at zero.
+// cut to MaxLabelLen bytes. All series of keys exist from the start, at
+// zero. Flows are bounded the same way: only the flows named with
+// WithFlows get a flow label value of their own.
 //
 //	col := promsem.New(promsem.WithKeys("reports", "orders-db"))
 //	sem := redissem.New(rdb, "orders-db", 8, redissem.WithObserver(col))

@@ -11,6 +11,7 @@ type Option func(*options)
 type options struct {
 	namespace string
 	keys      []string
+	flows     []string
 	other     string
 	buckets   []float64
 	timeout   time.Duration
@@ -41,7 +42,17 @@ func WithKeys(keys ...string) Option {
 	return func(o *options) { o.keys = append(o.keys, keys...) }
 }
 
-// WithOtherLabel sets the key label of every key not named by WithKeys.
+// WithFlows names the flows (core.WithFlow) that get a flow label value
+// of their own in a Collector's flow series. The default is none: every
+// flow is counted under the WithOtherLabel value. As with WithKeys, pass a
+// fixed allow-list (your largest tenants, say), never flows taken from
+// requests: the label's values stay bounded whatever the flows.
+func WithFlows(flows ...string) Option {
+	return func(o *options) { o.flows = append(o.flows, flows...) }
+}
+
+// WithOtherLabel sets the key label of every key not named by WithKeys,
+// and the flow label of every flow not named by WithFlows.
 // The default is "other".
 func WithOtherLabel(v string) Option { return func(o *options) { o.other = v } }
 

@@ -20,6 +20,7 @@ type Collector struct {
 
 	series map[string]*series // by key; read-only after New
 	other  *series
+	flows  *flowMetrics
 }
 
 // series are the children of one key label value, looked up once.
@@ -56,6 +57,7 @@ func New(opts ...Option) *Collector {
 			Name: "backend_errors_total", Help: "Backend failures, by kind."}, []string{"kind"}),
 		errKinds: make(map[string]prometheus.Counter, len(errorKinds)),
 		series:   make(map[string]*series, len(o.keys)),
+		flows:    newFlowMetrics(o),
 	}
 	for _, k := range errorKinds {
 		c.errKinds[k] = c.errs.WithLabelValues(k)
@@ -118,6 +120,7 @@ func (c *Collector) Observe(e core.Event) {
 	case core.EventBackendError:
 		c.errKinds[ErrorKind(e.Err)].Inc()
 	}
+	c.flows.observe(e)
 }
 
 // ErrorKind sorts a backend error into one of the kind label's values:
@@ -132,6 +135,9 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	c.waiting.Describe(ch)
 	c.lost.Describe(ch)
 	c.errs.Describe(ch)
+	for _, m := range c.flows.collectors() {
+		m.Describe(ch)
+	}
 }
 
 // Collect implements prometheus.Collector.
@@ -141,4 +147,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.waiting.Collect(ch)
 	c.lost.Collect(ch)
 	c.errs.Collect(ch)
+	for _, m := range c.flows.collectors() {
+		m.Collect(ch)
+	}
 }

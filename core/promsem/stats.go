@@ -2,6 +2,8 @@ package promsem
 
 import (
 	"context"
+	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -43,6 +45,9 @@ type StatsCollector struct {
 	timeout time.Duration
 
 	limit, inUse, waiting *prometheus.Desc
+	levelInUse, levelWait *prometheus.Desc
+	backlogged            *prometheus.Desc
+	levels                []atomic.Int32 // per key: 1 + the highest level seen busy; 0 if none (no flows)
 	errs                  *prometheus.CounterVec
 }
 
@@ -57,11 +62,14 @@ func NewStatsCollector(src StatsSource, opts ...Option) *StatsCollector {
 	o := newOptions(opts)
 	name := func(n string) string { return prometheus.BuildFQName(o.namespace, "sem", n) }
 	c := &StatsCollector{
-		src:     src,
-		timeout: o.timeout,
-		limit:   prometheus.NewDesc(name("fleet_limit"), "The limit in force, fleet-wide.", []string{"key"}, nil),
-		inUse:   prometheus.NewDesc(name("fleet_in_use"), "Permit weight held, fleet-wide.", []string{"key"}, nil),
-		waiting: prometheus.NewDesc(name("fleet_waiting"), "Acquire calls queued, fleet-wide.", []string{"key"}, nil),
+		src:        src,
+		timeout:    o.timeout,
+		limit:      prometheus.NewDesc(name("fleet_limit"), "The limit in force, fleet-wide.", []string{"key"}, nil),
+		inUse:      prometheus.NewDesc(name("fleet_in_use"), "Permit weight held, fleet-wide.", []string{"key"}, nil),
+		waiting:    prometheus.NewDesc(name("fleet_waiting"), "Acquire calls queued, fleet-wide.", []string{"key"}, nil),
+		levelInUse: prometheus.NewDesc(name("fleet_level_in_use"), "Permit weight held, fleet-wide, by priority level.", []string{"key", "level"}, nil),
+		levelWait:  prometheus.NewDesc(name("fleet_level_waiting"), "Acquire calls queued, fleet-wide, by priority level.", []string{"key", "level"}, nil),
+		backlogged: prometheus.NewDesc(name("fleet_backlogged_queues"), "Flow queues with waiters, fleet-wide.", []string{"key"}, nil),
 		errs: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: o.namespace, Subsystem: "sem",
 			Name: "fleet_stats_errors_total", Help: "Stats calls that failed or ran out of time."}, []string{"key"}),
 	}
@@ -74,6 +82,7 @@ func NewStatsCollector(src StatsSource, opts ...Option) *StatsCollector {
 			c.errs.WithLabelValues(l)
 		}
 	}
+	c.levels = make([]atomic.Int32, len(c.keys))
 	return c
 }
 
@@ -82,6 +91,9 @@ func (c *StatsCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.limit
 	ch <- c.inUse
 	ch <- c.waiting
+	ch <- c.levelInUse
+	ch <- c.levelWait
+	ch <- c.backlogged
 	c.errs.Describe(ch)
 }
 
@@ -100,6 +112,31 @@ func (c *StatsCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.limit, prometheus.GaugeValue, float64(st.Limit), l)
 		ch <- prometheus.MustNewConstMetric(c.inUse, prometheus.GaugeValue, float64(st.InUse), l)
 		ch <- prometheus.MustNewConstMetric(c.waiting, prometheus.GaugeValue, float64(st.Waiting), l)
+		c.collectLevels(ch, i, st)
 	}
 	c.errs.Collect(ch)
+}
+
+// collectLevels sends key i's per-level figures and its backlogged queues,
+// for a backend with flows: from the first scrape that sees any, every
+// level up to the highest seen busy, so that a series never vanishes.
+func (c *StatsCollector) collectLevels(ch chan<- prometheus.Metric, i int, st core.Stats) {
+	n := c.levels[i].Load()
+	for l := len(st.Levels) - 1; l >= int(n); l-- {
+		if st.Levels[l] != (core.LevelStats{}) {
+			c.levels[i].CompareAndSwap(n, int32(l+1))
+			n = c.levels[i].Load()
+			break
+		}
+	}
+	if n == 0 && st.Backlogged == 0 {
+		return
+	}
+	k := c.labels[i]
+	for l := range max(n, 1) {
+		v := strconv.Itoa(int(l))
+		ch <- prometheus.MustNewConstMetric(c.levelInUse, prometheus.GaugeValue, float64(st.Levels[l].InUse), k, v)
+		ch <- prometheus.MustNewConstMetric(c.levelWait, prometheus.GaugeValue, float64(st.Levels[l].Waiting), k, v)
+	}
+	ch <- prometheus.MustNewConstMetric(c.backlogged, prometheus.GaugeValue, float64(st.Backlogged), k)
 }

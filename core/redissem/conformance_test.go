@@ -126,10 +126,11 @@ func realSem(t *testing.T, c redis.UniversalClient, limit int64, opts []opt) sem
 }
 
 // hasFlows tells which backends of backends() and keyedBackends() have
-// flows and priority levels: this package's plain and keyed semaphores.
+// flows and priority levels: the in-process ones, and this package's plain
+// and keyed semaphores.
 func hasFlows(name string) bool {
 	switch name {
-	case "miniredis", "redis", "cluster", "sentinel":
+	case "local", "miniredis", "redis", "cluster", "sentinel":
 		return true
 	}
 	return false

@@ -74,7 +74,7 @@ func (s *Semaphore) wait(ctx context.Context, a acquireSpec) (h *holder, err err
 	var queueUS int64
 	defer func() {
 		if err != nil && !start.IsZero() {
-			s.b.cfg.observe(core.Event{Kind: core.EventAbandoned, Name: s.label, Weight: a.weight, Wait: time.Since(start), Err: err, Ctx: ctx})
+			s.b.cfg.observe(core.Event{Kind: core.EventAbandoned, Name: s.label, Weight: a.weight, Wait: time.Since(start), Err: err, Ctx: ctx, Flow: a.flow, Level: a.level})
 		}
 	}()
 	for {
@@ -98,7 +98,7 @@ func (s *Semaphore) wait(ctx context.Context, a acquireSpec) (h *holder, err err
 		queueUS = r.nowUS
 		if start.IsZero() {
 			start = time.Now()
-			s.b.cfg.observe(core.Event{Kind: core.EventWait, Name: s.label, Weight: a.weight, Ctx: ctx})
+			s.b.cfg.observe(core.Event{Kind: core.EventWait, Name: s.label, Weight: a.weight, Ctx: ctx, Flow: a.flow, Level: a.level})
 		}
 
 		var n grantNote
@@ -255,12 +255,12 @@ func since(t time.Time) time.Duration {
 // Close it gives the permit back instead and returns ErrClosed.
 func (s *Semaphore) granted(ctx context.Context, id string, a acquireSpec, token, grantUS int64, waited time.Duration) (*holder, error) {
 	h := s.newHolder(id, a.weight, token, a.ttl, grantUS)
-	h.ctx = ctx
+	h.ctx, h.level = ctx, a.level
 	if !s.b.hold(s, h) {
 		s.leave(ctx, id, a.ttl)
 		return nil, core.ErrClosed
 	}
-	s.b.cfg.observe(core.Event{Kind: core.EventAcquired, Name: s.label, Weight: a.weight, Wait: waited, Ctx: ctx})
+	s.b.cfg.observe(core.Event{Kind: core.EventAcquired, Name: s.label, Weight: a.weight, Wait: waited, Ctx: ctx, Flow: a.flow, Level: a.level})
 	return h, nil
 }
 
@@ -374,7 +374,7 @@ func (s *Semaphore) release(ctx context.Context, p *holder) error {
 		s.b.report(s.label, err)
 		return err
 	}
-	s.b.cfg.observe(core.Event{Kind: core.EventReleased, Name: s.label, Weight: p.weight, Ctx: ctx})
+	s.b.cfg.observe(core.Event{Kind: core.EventReleased, Name: s.label, Weight: p.weight, Ctx: ctx, Level: p.level})
 	if code != codeGranted {
 		return fmt.Errorf("%w: %q token %d", core.ErrNotHeld, s.name, p.token)
 	}

@@ -112,6 +112,9 @@ func Run(t *testing.T, b Backend) {
 		{"OversizedWeightFailsAtOnce", testOversizedWeightFailsAtOnce},
 		{"BadAcquireArguments", testBadAcquireArguments},
 		{"FlowsOrRefusal", testFlowsOrRefusal},
+		{"FlowsQuietFlowServed", flows(testFlowsQuietFlowServed)},
+		{"FlowsWeights", flows(testFlowsWeights)},
+		{"LevelsReserve", flows(testLevelsReserve)},
 		{"SetLimit", testSetLimit},
 		{"CloseFailsWaiters", testCloseFailsWaiters},
 		{"Hammer", testHammer},
@@ -120,6 +123,16 @@ func Run(t *testing.T, b Backend) {
 		{"InspectHostileNotes", testInspectHostileNotes},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.f(t, b) })
+	}
+}
+
+// flows runs f only on a backend with flows.
+func flows(f func(*testing.T, Backend)) func(*testing.T, Backend) {
+	return func(t *testing.T, b Backend) {
+		if !b.Flows {
+			t.Skipf("%s has no flows", b.Name)
+		}
+		f(t, b)
 	}
 }
 
