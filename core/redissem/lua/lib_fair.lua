@@ -48,7 +48,8 @@ function F.fairness(enc)
     s = redis.call('GET', V.R) or enc or ''
     F.put('fair', s)
   end
-  local ok, d = pcall(cjson.decode, s ~= '' and s or '{}')
+  local ok, d = false, nil
+  if s ~= '' then ok, d = pcall(cjson.decode, s) end
   if not ok or type(d) ~= 'table' then d = {} end
   local r, left = {}, V.limit
   for i, x in ipairs(type(d.r) == 'table' and d.r or {}) do
@@ -60,7 +61,7 @@ function F.fairness(enc)
 end
 
 -- levels reads the counters of every level once per script (waiting and in
--- use), and caches the bands' counters of a level on first use (qcs).
+-- use).
 function F.levels()
   if V.lw then return end
   local f = {}
@@ -71,17 +72,6 @@ function F.levels()
     if V.cache[f[i]] == nil then V.cache[f[i]] = v[i] or false end
   end
   V.lw = true
-end
-function F.qcs(l)
-  V.qcl = V.qcl or {}
-  if V.qcl[l] then return end
-  local f = {}
-  for i = 0, QN - 1 do f[#f + 1] = 'qc' .. (l * QN + i) end
-  local v = redis.call('HMGET', V.S, unpack(f))
-  for i = 1, #f do
-    if V.cache[f[i]] == nil then V.cache[f[i]] = v[i] or false end
-  end
-  V.qcl[l] = true
 end
 
 -- waiting and inuse of level l.
@@ -116,14 +106,18 @@ function F.fqueue(id, w, ttl, level, flow, hand)
     q, n = tonumber(q), tonumber(n)
   end
   if not q then
-    F.qcs(level)
-    local best = nil
+    local cs, f = {}, {}
     for c in string.gmatch(hand, '%d+') do
       c = tonumber(c)
-      if c < QN then
-        local k = tonumber(F.get('qc' .. (level * QN + c))) or 0
-        if not best or k < best then q, best = c, k end
-      end
+      if c < QN then cs[#cs + 1] = c; f[#f + 1] = 'qc' .. (level * QN + c) end
+    end
+    local v = #f > 0 and redis.call('HMGET', V.S, unpack(f)) or {}
+    local best = nil
+    for j = 1, #cs do
+      local x = V.pend[f[j]]
+      if x == nil then x = v[j] end
+      local k = tonumber(x) or 0
+      if not best or k < best then q, best = cs[j], k end
     end
     q, n = q or 0, 0
   end
@@ -195,27 +189,34 @@ function F.head(l, i)
     return {h, h, F.num(string.match(h, '^(%d+):')) or 0, ''}
   end
   local b = l * QN + i
-  if (tonumber(F.get('qc' .. b)) or 0) <= 0 then return nil end
-  local h = redis.call('ZRANGEBYSCORE', V.Q, INT(b * SPAN), '(' .. INT((b + 1) * SPAN), 'LIMIT', 0, 1)[1]
+  return F.qhead(redis.call('ZRANGEBYSCORE', V.Q, INT(b * SPAN), '(' .. INT((b + 1) * SPAN), 'LIMIT', 0, 1)[1])
+end
+
+-- qhead is head's answer for h, a member of Q (nil: nil).
+function F.qhead(h)
   if not h then return nil end
   local _, _, flow, m = F.fparse(h)
   return {h, m or '', F.num(string.match(m or '', '^(%d+):')) or 0, flow or ''}
 end
 
 -- next_queue returns the first queue of level l after i (cyclically) with
--- waiters, or nil.
+-- waiters, and its head, or nil: the queues of Q in band order, then, at
+-- level 0, W. One command finds the next band with waiters, and its head.
 function F.next_queue(l, i)
-  F.qcs(l)
-  local n = l == 0 and QN + 1 or QN
-  i = i or n - 1
-  for k = 1, n do
-    local c = (i + k) % n
-    if c == QN then
-      if V.qn > 0 then return c end
-    elseif (tonumber(F.get('qc' .. (l * QN + c))) or 0) > 0 then
-      return c
-    end
+  local function from(c, to)
+    if c >= to then return nil end
+    local h = redis.call('ZRANGEBYSCORE', V.Q, INT((l * QN + c) * SPAN), '(' .. INT((l * QN + to) * SPAN), 'LIMIT', 0, 1)[1]
+    local lv, q = F.fparse(h or '')
+    if lv then return q, F.qhead(h) end
   end
+  local w = l == 0 and V.qn > 0
+  local start = (i and i < QN) and i + 1 or 0
+  local c, h = from(start, QN)
+  if c then return c, h end
+  if w and i ~= QN then return QN, F.head(0, QN) end
+  c, h = from(0, math.min(start, QN))
+  if c then return c, h end
+  if w then return QN, F.head(0, QN) end
   return nil
 end
 
@@ -249,6 +250,7 @@ end
 -- every grant until it does, whatever its level. Returns true if nobody
 -- is queued.
 function F.fgrant()
+  if V.used >= V.limit then return V.qn == 0 and V.fw == 0 end
   local fz = F.fairness()
   F.levels()
   while V.used < V.limit and V.qn + V.fw > 0 do
@@ -270,8 +272,10 @@ end
 function F.grant_level(l, fz)
   local rk = 'rr' .. l
   local i = tonumber(F.get(rk))
+  local nh = nil
   for round = 1, 4 * QN do
-    local h = i and F.head(l, i)
+    local h = nh or i and F.head(l, i)
+    nh = nil
     if h then
       local dk = 'dq' .. l .. ':' .. i
       local d = tonumber(F.get(dk)) or 0
@@ -288,9 +292,8 @@ function F.grant_level(l, fz)
         return true
       end
     end
-    i = F.next_queue(l, i)
+    i, nh = F.next_queue(l, i)
     if not i then return false end
-    local nh = F.head(l, i)
     local q = nh and tonumber(fz.w[nh[4]]) or 1
     local dk = 'dq' .. l .. ':' .. i
     F.put(dk, (tonumber(F.get(dk)) or 0) + q)
@@ -326,7 +329,7 @@ function F.fderive(want, hv)
       V.cache[f] = false
     end
   end
-  V.lw, V.qcl = nil, nil
+  V.lw = nil
   for _, cur in pairs(hv) do
     local l = F.num(string.match(cur, '^h%d+:%d+:%d+:(%d+)$'))
     if l and l > 0 then F.cnt('lu' .. l, WEIGHT(cur)) end
