@@ -252,6 +252,12 @@ end
 function F.fgrant()
   if V.used >= V.limit then return V.qn == 0 and V.fw == 0 end
   local fz = F.fairness()
+  -- One level: every waiter is at level 0, and no counter of the levels
+  -- is needed to choose.
+  if fz.n == 1 then
+    while V.used < V.limit and V.qn + V.fw > 0 and F.grant_level(0, fz) do end
+    return V.qn == 0 and V.fw == 0
+  end
   F.levels()
   while V.used < V.limit and V.qn + V.fw > 0 do
     local pick, first = nil, nil
