@@ -9,6 +9,7 @@
 # by repetition). Run it on an idle machine, from anywhere:
 #   OLD=9b2ab16 bench/ab/run.sh             # about 6 minutes
 #   OLD=9b2ab16 REPS=7 OUT=/tmp/ab bench/ab/run.sh
+#   OLD=9b2ab16 NEW_ARGS='-flows 16' bench/ab/run.sh   # flags of the new side only
 set -eu
 cd "$(dirname "$0")/.." # bench
 OLD=${OLD:?OLD must name the commit to compare with}
@@ -29,7 +30,7 @@ redis-server --port "$PORT" --bind 127.0.0.1 --save '' --appendonly no --daemoni
 for _ in $(seq 50); do [ -s "$tmp/redis.pid" ] && redis-cli -p "$PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
 PID=$(cat "$tmp/redis.pid")
 trap 'kill $PID; rm -rf "$tmp"' EXIT
-{ echo "old: $(git rev-parse --short "$OLD")  new: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- ../core || echo ' (with uncommitted changes)')"
+{ echo "old: $(git rev-parse --short "$OLD")  new: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- ../core || echo ' (with uncommitted changes)')  new args: ${NEW_ARGS:-none}"
   uname -srm; grep -m1 'model name' /proc/cpuinfo; nproc; redis-server --version; go version; } > "$OUT/machine.txt"
 for rep in $(seq "$REPS"); do
   for w in uncontended burst util-4p; do
@@ -39,8 +40,10 @@ for rep in $(seq "$REPS"); do
       util-4p) args="-limit 4 -procs 4 -workers 32 -hold 2ms" d=5s ;;
     esac
     for v in old new; do
+      extra=""
+      [ "$v" = new ] && extra=${NEW_ARGS:-}
       "$tmp/load_$v" -duration "$d" -results "$OUT/ab.jsonl" -redis "127.0.0.1:$PORT" -redis-pid "$PID" \
-        -label "$w-$v" -backend distsem -rep "$rep" $args > "$tmp/last.txt" 2>&1 || cat "$tmp/last.txt"
+        -label "$w-$v" -backend distsem -rep "$rep" $args $extra > "$tmp/last.txt" 2>&1 || cat "$tmp/last.txt"
     done
   done
 done

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/bsm/redislock"
@@ -56,6 +57,30 @@ type coreSem struct{ s core.Semaphore }
 
 func (b coreSem) acquire(ctx context.Context, _ int) (grant, error) {
 	p, err := b.s.Acquire(ctx)
+	if err != nil {
+		return grant{}, err
+	}
+	return fromPermit(p), nil
+}
+
+// flowSem is distsem with -flows: each acquire names the next of its
+// flows, so that the flows' code path is measured.
+type flowSem struct {
+	s    core.Semaphore
+	opts [][]core.AcquireOption
+	next atomic.Int64
+}
+
+func newFlowSem(s core.Semaphore, n int) *flowSem {
+	f := &flowSem{s: s}
+	for i := range n {
+		f.opts = append(f.opts, []core.AcquireOption{core.WithFlow("flow-" + strconv.Itoa(i))})
+	}
+	return f
+}
+
+func (b *flowSem) acquire(ctx context.Context, _ int) (grant, error) {
+	p, err := b.s.Acquire(ctx, b.opts[int(b.next.Add(1))%len(b.opts)]...)
 	if err != nil {
 		return grant{}, err
 	}
@@ -247,6 +272,9 @@ func openBackend(c config) (backend, func(), error) {
 		case len(keys) == 1 && leased:
 			s := redissem.NewLeased(client, c.name, c.limit, opts...)
 			return coreSem{s}, func() { s.Close(); client.Close() }, nil
+		case len(keys) == 1 && c.flows > 0:
+			s := redissem.New(client, c.name, c.limit, opts...)
+			return newFlowSem(s, c.flows), func() { s.Close(); client.Close() }, nil
 		case len(keys) == 1:
 			s := redissem.New(client, c.name, c.limit, opts...)
 			return coreSem{s}, func() { s.Close(); client.Close() }, nil

@@ -71,6 +71,7 @@ type config struct {
 	pool     int
 	redisPID int
 	sems     int
+	flows    int // -flows: distsem names one of this many flows per acquire
 	cluster  string
 
 	// Child mode.
@@ -118,6 +119,7 @@ func main() {
 	flag.IntVar(&c.pool, "pool", 0, "go-redis pool size per process (default: distsem 20, seedsem goroutines+8)")
 	flag.IntVar(&c.redisPID, "redis-pid", 0, "PID of redis-server, to report its CPU use (optional)")
 	flag.IntVar(&c.sems, "sems", 1, "distinct semaphores; each acquire picks one at random")
+	flag.IntVar(&c.flows, "flows", 0, "distsem: each acquire names one of this many flows (core.WithFlow), in turn; 0: none")
 	flag.StringVar(&c.cluster, "cluster", "", "comma-separated Redis Cluster addresses (loopback only) instead of -redis")
 	flag.IntVar(&c.childIndex, "child-index", -1, "internal: run as worker process i")
 	flag.IntVar(&c.childGors, "child-gors", 0, "internal: goroutines of this worker process")
@@ -393,6 +395,6 @@ func childFlags(c config) []string {
 		"-workers", strconv.Itoa(c.workers), "-hold", c.hold.String(),
 		"-duration", c.duration.String(), "-lease", c.lease.String(), "-pool", strconv.Itoa(c.pool),
 		"-warmup", c.warmup.String(), "-cooldown", c.cooldown.String(),
-		"-sems", strconv.Itoa(c.sems), "-cluster", c.cluster,
+		"-sems", strconv.Itoa(c.sems), "-cluster", c.cluster, "-flows", strconv.Itoa(c.flows),
 	}
 }

@@ -18,7 +18,7 @@
 //	    -v 'empty=acq:luacost/variants/empty.lua,rel:luacost/variants/empty.lua'
 //
 // A step is role:file[+file...] (the files are concatenated, as
-// core/scripts.go prepends lib.lua). Roles: acq and rel (distsem's 5 keys,
+// core/scripts.go prepends lib.lua). Roles: acq and rel (distsem's 6 keys,
 // ARGV limit, channel, id, ...), sacq and srel (bench/seedsem's keys and ARGV),
 // racq and rrel (bench/refsem's).
 // facq and frel FCALL the functions luacost_acq and luacost_rel of a

@@ -53,7 +53,7 @@ const ownerEvery = 1000
 // acquire. sacq and srel: bench/seedsem.
 func argsFor(role, sem string, seq int) []any {
 	tag := "luacost:{" + sem + "}:"
-	keys := []string{tag + "m", tag + "h", tag + "q", tag + "p"}
+	keys := []string{tag + "m", tag + "h", tag + "q", tag + "p", tag + "f", tag + "r"}
 	noted := strings.HasPrefix(role, "n") && role != "none"
 	id := idOf(seq, noted)
 	ch := "distsem:notify:b7kq2m9x4c"

@@ -125,6 +125,17 @@ func realSem(t *testing.T, c redis.UniversalClient, limit int64, opts []opt) sem
 	return closeAtCleanup(t, redissem.New(c, "conf", limit, ropts...))
 }
 
+// hasFlows tells which backends of backends() and keyedBackends() have
+// flows and priority levels: the in-process ones, and this package's plain
+// and keyed semaphores.
+func hasFlows(name string) bool {
+	switch name {
+	case "local", "miniredis", "redis", "cluster", "sentinel":
+		return true
+	}
+	return false
+}
+
 func forEach(t *testing.T, f func(t *testing.T, b backend)) {
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
@@ -161,7 +172,7 @@ func TestConformance(t *testing.T) {
 	forEach(t, func(t *testing.T, b backend) {
 		semtest.Run(t, semtest.Backend{Name: b.name, New: func(t *testing.T, limit int64) semtest.Sem {
 			return b.new(t, limit)
-		}, Flows: b.name == "local"})
+		}, Flows: hasFlows(b.name)})
 	})
 }
 
@@ -179,7 +190,7 @@ func TestKeyedConformance(t *testing.T) {
 				k := newKeyed(t, limit)
 				t.Cleanup(func() { _ = k.Close() })
 				return semtest.OneKey(k, "GET /reports")
-			}, Shares: name == "leased-redis", Flows: name == "local"})
+			}, Shares: name == "leased-redis", Flows: hasFlows(name)})
 		})
 	}
 }

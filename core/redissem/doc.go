@@ -50,6 +50,44 @@
 // Cluster slot, and expires a minute after its last lease or waiter unless
 // SetLimit pinned the limit.
 //
+// # Flows and priority levels
+//
+// A Semaphore (New, NewKeyed) serves core.WithFlow and core.WithLevel; the
+// leased mode and the quorum refuse them, and WithFairness, by name. Each
+// grant, made by the same script that frees the capacity, goes first to
+// the highest level with waiters that holds less than its reserve
+// (core.Fairness.Reserves), else to the highest level with waiters; within
+// the level, to the queue whose turn it is by deficit round robin, the
+// permit's weight its cost and the weight of the flow at the queue's head
+// (core.Fairness.Weights, default 1) its quantum. An idle level or flow
+// costs the others nothing. The candidate chosen is granted when it fits;
+// one that does not fit yet (a heavy permit) holds back every grant until
+// it does, in every level, as the head of the FIFO queue does: nothing
+// behind it overtakes it, and it cannot starve.
+//
+// Flow ids are untrusted: each level has 64 queues, and a flow is dealt a
+// hand of 8 of them by a hash of its id (shuffle sharding, as Kubernetes'
+// API Priority and Fairness does; core/internal/fair.Hand, computed in Go).
+// A flow with no waiters joins the shortest queue of its hand; one with
+// waiters joins its own again, so its waiters stay FIFO, and its entry in
+// the map of flows to queues goes with its last waiter. State in Redis is
+// thus the waiters plus at most 64 queue counters per level, whatever the
+// number of flow ids: 100,000 waiters of distinct flows took 524 bytes
+// each (MEMORY USAGE of the semaphore's keys), and nothing per flow was
+// left once they left. A quiet flow waits behind a heavy one only if every
+// queue of its hand holds a heavy flow; with n heavy flows, dealt hands at
+// random, the chance of that is 2.3e-10 for n = 1, 0.080 for n = 10 and
+// 0.99999 for n = 100 (the inclusion-exclusion sum over k of (-1)^k C(8,k)
+// (C(64-k,8)/C(64,8))^n). It then queues behind that heavy flow's waiters
+// in the queue they share, which has its turn among the others.
+//
+// The default flow at level 0 keeps the FIFO queue and the scripts' fast
+// paths: a semaphore that never sees a flow or a level costs what it did,
+// and one with waiters of flows decides every grant on the general path.
+// The Fairness is stored with the semaphore's state in Redis (see
+// WithFairness and Semaphore.SetFairness); a keyed semaphore's keys all
+// start with the constructor's, and have no SetFairness of their own.
+//
 // # Untrusted input
 //
 // Keys of keyed semaphores may come from requests: see core.Keyed. A key

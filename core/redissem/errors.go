@@ -53,3 +53,11 @@ func isClosed(c <-chan struct{}) bool {
 		return false
 	}
 }
+
+// checkFairness panics, naming ctor, if cfg's Fairness fails its Check
+// against limit.
+func checkFairness(ctor string, cfg config, limit int64) {
+	if err := cfg.fair.Check(limit); err != nil {
+		panic(fmt.Sprintf("redissem: %s: WithFairness: %v", ctor, err))
+	}
+}

@@ -81,7 +81,7 @@ type diffRun struct {
 func newDiffRun(t *testing.T, ctx context.Context, c *redis.Client, seed uint64) *diffRun {
 	tag := fmt.Sprintf("fastdiff:%d:{s%d}:", time.Now().UnixNano(), seed)
 	d := &diffRun{t: t, ctx: ctx, c: c, rnd: rand.New(rand.NewPCG(seed, 7)), tag: tag, clock: tag + "clock",
-		keys:  []string{tag + "m", tag + "h", tag + "q", tag + "p"},
+		keys:  []string{tag + "m", tag + "h", tag + "q", tag + "p", tag + "f", tag + "r"},
 		chans: []string{tag + "mine", tag + "heard", tag + "deaf", tag + "heard{s}", tag + "deaf{s}"},
 		limit: int64(1 + seed%3), now: time.Now().UnixMicro(),
 		fast: map[string]int{}, general: map[string]int{}}

@@ -2,6 +2,7 @@ package redissem
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/distsem/distsem/core"
@@ -19,6 +20,7 @@ type holder struct {
 	token   int64
 	ttl     int64         // lease in milliseconds; SetLeaseTTL stores it atomically under b.mu
 	grantUS int64         // Redis TIME of the grant, microseconds
+	level   int           // the priority level it was granted at (core.WithLevel)
 	queueUS int64         // Redis TIME at which the request queued; 0 if it did not
 	lost    chan struct{} // closed when the lease could not be kept
 	// ctx is the acquiring call's, whose values (not its cancellation:
@@ -107,10 +109,25 @@ func fallback(ctx context.Context, policy core.FailurePolicy, loc *core.Local, t
 	return nil, err
 }
 
-// newFallback returns the Local of a fail-local policy, or nil.
+// newFallback returns the Local of a fail-local policy, or nil; it has
+// the configured Fairness (WithFairness), not one stored in Redis.
 func newFallback(name string, cfg config) *core.Local {
 	if k := cfg.policy.LocalLimit(); k > 0 {
-		return core.NewLocal(k, core.WithName(name), core.WithObserver(cfg.observer))
+		opts := []core.Option{core.WithName(name), core.WithObserver(cfg.observer)}
+		if cfg.fairSet {
+			// The same levels and weights, the reserves honoured level by
+			// level up to the local limit, as the Redis semaphore does
+			// under a lowered limit.
+			f := cfg.fair
+			f.Reserves = slices.Clone(f.Reserves)
+			left := k
+			for i, r := range f.Reserves {
+				f.Reserves[i] = min(r, left)
+				left -= f.Reserves[i]
+			}
+			opts = append(opts, core.WithFairness(f))
+		}
+		return core.NewLocal(k, opts...)
 	}
 	return nil
 }

@@ -44,6 +44,14 @@ func TestConstructorsRefuseOptionsTheyCannotHonour(t *testing.T) {
 		{"NewLeasedKeyed WithClockDrift", "redissem: ", "NewLeasedKeyed does not take WithClockDrift or WithMasterTimeout", func() { redissem.NewLeasedKeyed(c, "s", 1, redissem.WithClockDrift(time.Millisecond)) }},
 		{"NewQuorum WithMaxIdleKeys", "redissem: ", "NewQuorum does not take WithLimits or WithMaxIdleKeys", func() { redissem.NewQuorum(clients, "s", 1, redissem.WithMaxIdleKeys(3)) }},
 		{"NewAllOf WithLimits", "redissem: ", "NewAllOf does not take WithLimits or WithMaxIdleKeys", func() { redissem.NewAllOf(clients, "s", 1, redissem.WithLimits(nil)) }},
+		{"NewLeased WithFairness", "redissem: ", "NewLeased does not take WithFairness", func() { redissem.NewLeased(c, "s", 1, redissem.WithFairness(core.Fairness{})) }},
+		{"NewLeasedKeyed WithFairness", "redissem: ", "NewLeasedKeyed does not take WithFairness", func() { redissem.NewLeasedKeyed(c, "s", 1, redissem.WithFairness(core.Fairness{})) }},
+		{"NewQuorum WithFairness", "redissem: ", "NewQuorum does not take WithFairness", func() { redissem.NewQuorum(clients, "s", 1, redissem.WithFairness(core.Fairness{})) }},
+		{"NewAllOf WithFairness", "redissem: ", "NewAllOf does not take WithFairness", func() { redissem.NewAllOf(clients, "s", 1, redissem.WithFairness(core.Fairness{})) }},
+		{"New WithFairness above the limit", "redissem: ", "New: WithFairness: core: invalid argument: reserve 2 of level 0", func() { redissem.New(c, "s", 1, redissem.WithFairness(core.Fairness{Reserves: []int64{2}})) }},
+		{"NewKeyed WithFairness weight 0", "redissem: ", "NewKeyed: WithFairness: core: invalid argument: weight 0", func() {
+			redissem.NewKeyed(c, "s", 1, redissem.WithFairness(core.Fairness{Weights: map[string]int64{"a": 0}}))
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			defer func() {
@@ -67,8 +75,10 @@ func TestConstructorsRefuseOptionsTheyCannotHonour(t *testing.T) {
 		redissem.WithCircuitBreaker(3, time.Second), redissem.WithOutageGrace(time.Second)}
 	keyed := append(slices.Clone(common), redissem.WithLimits(map[string]int64{"a": 2}), redissem.WithMaxIdleKeys(1))
 	quorum := append(slices.Clone(common), redissem.WithClockDrift(time.Millisecond), redissem.WithMasterTimeout(time.Second))
+	fairness := redissem.WithFairness(core.Fairness{Reserves: []int64{0, 1}, Weights: map[string]int64{"a": 2}})
 	for _, s := range []interface{ Close() error }{
-		redissem.New(c, "s", 1, common...),
+		redissem.New(c, "s", 1, append(slices.Clone(common), fairness)...),
+		redissem.NewKeyed(c, "s", 1, append(slices.Clone(keyed), fairness)...),
 		redissem.NewLeased(c, "s", 1, common...),
 		redissem.NewKeyed(c, "s", 1, keyed...),
 		redissem.NewLeasedKeyed(c, "s", 1, keyed...),

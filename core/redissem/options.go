@@ -9,8 +9,9 @@ import (
 
 // Option configures a semaphore of this package at construction. Every
 // constructor takes every option but these: only NewKeyed and
-// NewLeasedKeyed take WithLimits and WithMaxIdleKeys, and only NewQuorum
-// and NewAllOf take WithClockDrift and WithMasterTimeout; a constructor
+// NewLeasedKeyed take WithLimits and WithMaxIdleKeys, only NewQuorum
+// and NewAllOf take WithClockDrift and WithMasterTimeout, and only New and
+// NewKeyed take WithFairness; a constructor
 // given an option it cannot honour panics with a message naming it, as it
 // does on a nil Option or a bad value (a key prefix with '{' or '}', a
 // lease TTL below 100ms, a negative duration).
@@ -32,6 +33,9 @@ type config struct {
 	quorumDrift  time.Duration // WithClockDrift; 0: by lease (clockDrift)
 	quorumAnswer time.Duration // WithMasterTimeout; 0: by lease (masterTimeout)
 	quorumOpts   bool          // one of the two was given
+
+	fair    core.Fairness // WithFairness (redis_fair.go)
+	fairSet bool
 }
 
 // The defaults of this package's options, applied by buildConfig; the
@@ -58,6 +62,7 @@ const (
 	takesNone   takes = 0
 	takesKeyed  takes = 1 << iota // WithLimits, WithMaxIdleKeys
 	takesQuorum                   // WithClockDrift, WithMasterTimeout
+	takesFair                     // WithFairness
 )
 
 // buildConfig applies opts and validates the result. It panics, naming
@@ -75,6 +80,9 @@ func buildConfig(ctor string, t takes, opts []Option) config {
 	c.owner = bc.Owner
 	if c.keyed && t&takesKeyed == 0 {
 		panic(fmt.Sprintf("redissem: %s does not take WithLimits or WithMaxIdleKeys: they configure NewKeyed", ctor))
+	}
+	if c.fairSet && t&takesFair == 0 {
+		panic(fmt.Sprintf("redissem: %s does not take WithFairness: only New and NewKeyed have flows and priority levels", ctor))
 	}
 	if c.quorumOpts && t&takesQuorum == 0 {
 		panic(fmt.Sprintf("redissem: %s does not take WithClockDrift or WithMasterTimeout: they configure NewQuorum", ctor))

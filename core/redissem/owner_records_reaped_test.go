@@ -21,7 +21,7 @@ func TestOwnerRecordsAndNotesAreReaped(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: servertest.RedisAddr(t)})
 	defer c.Close()
 	tag := fmt.Sprintf("ownerreap:%d:{s}:", time.Now().UnixNano())
-	keys := []string{tag + "m", tag + "h", tag + "q", tag + "p"}
+	keys := []string{tag + "m", tag + "h", tag + "q", tag + "p", tag + "f", tag + "r"}
 	clock := tag + "clock"
 	defer c.Del(ctx, append(keys, clock)...)
 	a, r := redissem.ScriptSources(true, clock)

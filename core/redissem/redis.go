@@ -25,6 +25,7 @@ type Semaphore struct {
 	seen     atomic.Int64 // the limit in force, as the last script said (Quorum)
 	probeAt  atomic.Int64 // unix ns: the next queued Acquire probes its channel (redis_acquire.go)
 	ownerEnd atomic.Int64 // unix ns: this process's owner record lasts at least until then (redis_owner.go)
+	fairEnc  string       // the configured Fairness, as the scripts read it (redis_fair.go)
 }
 
 var _ core.Semaphore = (*Semaphore)(nil)
@@ -49,9 +50,10 @@ var _ core.Semaphore = (*Semaphore)(nil)
 // notes whether the latest dial failed, so that an operation timeout names
 // a refused connection (see WithOperationTimeout).
 func New(client redis.UniversalClient, name string, limit int64, opts ...Option) *Semaphore {
-	cfg := buildConfig("New", takesNone, opts)
+	cfg := buildConfig("New", takesFair, opts)
 	checkName("New", name)
 	checkLimit("New: limit", limit)
+	checkFairness("New", cfg, limit)
 	return newRedisBackend("New", client, cfg).semaphore(name, limit, true)
 }
 
@@ -68,16 +70,17 @@ func New(client redis.UniversalClient, name string, limit int64, opts ...Option)
 // address another keyed semaphore's key or a New semaphore, whatever the
 // key.
 func NewKeyed(client redis.UniversalClient, name string, defaultLimit int64, opts ...Option) *core.Keyed {
-	return newKeyed("NewKeyed", client, name, defaultLimit, opts, func(s *Semaphore) core.LimitSemaphore { return s })
+	return newKeyed("NewKeyed", takesKeyed|takesFair, client, name, defaultLimit, opts, func(s *Semaphore) core.LimitSemaphore { return s })
 }
 
 // newKeyed makes ctor's keyed semaphore: each key's semaphore is the
 // Semaphore of the key's name, as mode makes it (NewKeyed: itself;
 // NewLeasedKeyed: a Leased around it).
-func newKeyed(ctor string, client redis.UniversalClient, name string, defaultLimit int64, opts []Option, mode func(*Semaphore) core.LimitSemaphore) *core.Keyed {
-	cfg := buildConfig(ctor, takesKeyed, opts)
+func newKeyed(ctor string, t takes, client redis.UniversalClient, name string, defaultLimit int64, opts []Option, mode func(*Semaphore) core.LimitSemaphore) *core.Keyed {
+	cfg := buildConfig(ctor, t, opts)
 	checkName(ctor, name)
 	checkLimit(ctor+": default limit", defaultLimit)
+	checkFairness(ctor, cfg, defaultLimit)
 	b := newRedisBackend(ctor, client, cfg)
 	return core.NewKeyed(name, defaultLimit, func(k core.Key, limit int64) core.LimitSemaphore {
 		s := b.semaphore(k.Name(name), limit, false)
@@ -122,13 +125,19 @@ func (s *Semaphore) SetLimit(ctx context.Context, limit int64) error {
 }
 
 // Stats returns the limit in force (the one stored in Redis), the permits
-// in use and the number of queued waiters, after reaping expired leases.
+// in use and the number of queued waiters, each level's share of both, and
+// the number of queues with waiters (the default flow's included), after
+// reaping expired leases.
 func (s *Semaphore) Stats(ctx context.Context) (core.Stats, error) {
 	r, err := s.run(ctx, scriptStats, s.limit)
 	if err != nil {
 		return core.Stats{}, unavailable("stats", s.name, err)
 	}
-	return core.Stats{Limit: r.limit, InUse: r.code, Waiting: r.value}, nil
+	st := core.Stats{Limit: r.limit, InUse: r.code, Waiting: r.value}
+	if err := parseLevels(&st, r.levels); err != nil {
+		return core.Stats{}, unavailable("stats", s.name, err)
+	}
+	return st, nil
 }
 
 // Close takes this process's queued Acquire calls out of the Redis queue

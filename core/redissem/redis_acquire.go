@@ -12,9 +12,6 @@ import (
 
 func (s *Semaphore) acquire(ctx context.Context, try bool, opts []core.AcquireOption) (*core.Permit, error) {
 	a, err := buildAcquire(s.b.cfg.leaseTTL, opts)
-	if err == nil {
-		err = a.refuseFlow("a Redis semaphore")
-	}
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +74,7 @@ func (s *Semaphore) wait(ctx context.Context, a acquireSpec) (h *holder, err err
 	var queueUS int64
 	defer func() {
 		if err != nil && !start.IsZero() {
-			s.b.cfg.observe(core.Event{Kind: core.EventAbandoned, Name: s.label, Weight: a.weight, Wait: time.Since(start), Err: err, Ctx: ctx})
+			s.b.cfg.observe(core.Event{Kind: core.EventAbandoned, Name: s.label, Weight: a.weight, Wait: time.Since(start), Err: err, Ctx: ctx, Flow: a.flow, Level: a.level})
 		}
 	}()
 	for {
@@ -101,7 +98,7 @@ func (s *Semaphore) wait(ctx context.Context, a acquireSpec) (h *holder, err err
 		queueUS = r.nowUS
 		if start.IsZero() {
 			start = time.Now()
-			s.b.cfg.observe(core.Event{Kind: core.EventWait, Name: s.label, Weight: a.weight, Ctx: ctx})
+			s.b.cfg.observe(core.Event{Kind: core.EventWait, Name: s.label, Weight: a.weight, Ctx: ctx, Flow: a.flow, Level: a.level})
 		}
 
 		var n grantNote
@@ -125,6 +122,8 @@ func (s *Semaphore) wait(ctx context.Context, a acquireSpec) (h *holder, err err
 		switch {
 		case n.token == noteRejected:
 			return nil, invalid("weight %d exceeds the lowered limit of %q", a.weight, s.name)
+		case n.token == noteLevelGone:
+			return nil, invalid("level %d was removed from %q by SetFairness", a.level, s.name)
 		case n.token == noteEvicted && ctx.Err() != nil:
 			return nil, ctxError(ctx, s.name)
 		case n.token == noteEvicted:
@@ -172,7 +171,10 @@ func (s *Semaphore) runAcquire(ctx context.Context, id string, a acquireSpec, tr
 		sent, owner := s.ownerDue(a.ttl)
 		var r reply
 		var err error
-		if a.note == "" && owner == "" {
+		if flow := s.flowArgs(a); flow != nil {
+			args := append([]any{id, a.weight, s.b.leaseArg(a.ttl), tryArg, deadline, s.probe(try), a.note, owner}, flow...)
+			r, err = s.run(ctx, scriptAcquire, s.limit, args...)
+		} else if a.note == "" && owner == "" {
 			r, err = s.run(ctx, scriptAcquire, s.limit, id, a.weight, s.b.leaseArg(a.ttl), tryArg, deadline, s.probe(try))
 		} else {
 			r, err = s.run(ctx, scriptAcquire, s.limit, id, a.weight, s.b.leaseArg(a.ttl), tryArg, deadline, s.probe(try), a.note, owner)
@@ -197,6 +199,8 @@ func (s *Semaphore) runAcquire(ctx context.Context, id string, a acquireSpec, tr
 		switch r.code {
 		case codeTooHeavy:
 			return r, invalid("weight %d exceeds the limit %d of %q", a.weight, r.limit, s.name)
+		case codeLevel:
+			return r, levelError(a.level, r.value, s.name)
 		case codeLate:
 			if ctx.Err() != nil {
 				return r, ctxError(ctx, s.name)
@@ -251,12 +255,12 @@ func since(t time.Time) time.Duration {
 // Close it gives the permit back instead and returns ErrClosed.
 func (s *Semaphore) granted(ctx context.Context, id string, a acquireSpec, token, grantUS int64, waited time.Duration) (*holder, error) {
 	h := s.newHolder(id, a.weight, token, a.ttl, grantUS)
-	h.ctx = ctx
+	h.ctx, h.level = ctx, a.level
 	if !s.b.hold(s, h) {
 		s.leave(ctx, id, a.ttl)
 		return nil, core.ErrClosed
 	}
-	s.b.cfg.observe(core.Event{Kind: core.EventAcquired, Name: s.label, Weight: a.weight, Wait: waited, Ctx: ctx})
+	s.b.cfg.observe(core.Event{Kind: core.EventAcquired, Name: s.label, Weight: a.weight, Wait: waited, Ctx: ctx, Flow: a.flow, Level: a.level})
 	return h, nil
 }
 
@@ -370,7 +374,7 @@ func (s *Semaphore) release(ctx context.Context, p *holder) error {
 		s.b.report(s.label, err)
 		return err
 	}
-	s.b.cfg.observe(core.Event{Kind: core.EventReleased, Name: s.label, Weight: p.weight, Ctx: ctx})
+	s.b.cfg.observe(core.Event{Kind: core.EventReleased, Name: s.label, Weight: p.weight, Ctx: ctx, Level: p.level})
 	if code != codeGranted {
 		return fmt.Errorf("%w: %q token %d", core.ErrNotHeld, s.name, p.token)
 	}

@@ -178,7 +178,7 @@ func (b *redisBackend) newID(noted bool) string {
 func (b *redisBackend) semaphore(name string, limit int64, owned bool) *Semaphore {
 	tag := b.cfg.prefix + "{" + name + "}:"
 	s := &Semaphore{b: b, name: name, label: name, limit: limit, owned: owned,
-		keys: []string{tag + "m", tag + "h", tag + "q", tag + "p"}}
+		keys: []string{tag + "m", tag + "h", tag + "q", tag + "p", tag + "f", tag + "r"}, fairEnc: encodeFairness(b.cfg.fair)}
 	s.notify = b.channel
 	if b.sharded {
 		// The channel's hash tag is the semaphore's: the same slot.

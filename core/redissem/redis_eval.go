@@ -50,7 +50,7 @@ var scriptPing = redis.NewScript("return 1")
 var shas = func() map[*redis.Script]any {
 	m := make(map[*redis.Script]any)
 	for _, sc := range []*redis.Script{scriptRights, scriptAcquire, scriptRelease,
-		scriptHeartbeat, scriptSetLimit, scriptStats, scriptAdopt, scriptSetLease,
+		scriptHeartbeat, scriptSetLimit, scriptStats, scriptSetFair, scriptAdopt, scriptSetLease,
 		scriptShare, scriptQuorumFloor, scriptPing, scriptInspect, scriptInspectShares} {
 		m[sc] = sc.Hash()
 	}

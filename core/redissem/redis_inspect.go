@@ -90,6 +90,9 @@ func parseInspect(v []any) (core.Snapshot, error) {
 	for i := 0; i < len(wl); i += 3 {
 		m, _ := wl[i].(string)
 		w, ok := parseMember(m)
+		if strings.HasPrefix(m, "f") {
+			w, ok = parseFairMember(m)
+		}
 		if !ok {
 			return core.Snapshot{}, errInspectReply
 		}

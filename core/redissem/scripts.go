@@ -31,9 +31,11 @@ var (
 	luaLibBusy string
 	//go:embed lua/lib_handoff.lua
 	luaLibHandoff string
+	//go:embed lua/lib_fair.lua
+	luaLibFair string
 	//go:embed lua/lib_rare.lua
 	luaLibRare string
-	luaLib     = luaLibBusy + luaLibHandoff + luaLibRare
+	luaLib     = luaLibBusy + luaLibHandoff + luaLibFair + luaLibRare
 	//go:embed lua/fast_acquire.lua
 	luaFastAcquire string
 	//go:embed lua/fast_release.lua
@@ -48,6 +50,8 @@ var (
 	luaSetLimit string
 	//go:embed lua/stats.lua
 	luaStats string
+	//go:embed lua/setfair.lua
+	luaSetFair string
 	//go:embed lua/rights.lua
 	luaRights string
 	//go:embed lua/inspect.lua
@@ -61,6 +65,7 @@ var (
 	scriptHeartbeat = redis.NewScript(scriptSource("", luaHeartbeat))
 	scriptSetLimit  = redis.NewScript(scriptSource("", luaSetLimit))
 	scriptStats     = redis.NewScript(scriptSource("", luaStats))
+	scriptSetFair   = redis.NewScript(scriptSource("", luaSetFair))
 	scriptInspect   = redis.NewScript(inline(luaConst + luaHead + luaInspect)) // read-only: not on the prelude
 )
 
@@ -74,7 +79,7 @@ func scriptSource(fast, body string) string {
 	return inline(luaConst + luaHead + luaState + fast + luaLib + body)
 }
 
-// reply is the common shape {code, value, limit, notes, now_us[, again[, deaf]]}
+// reply is the common shape {code, value, limit, notes, now_us[, again[, deaf[, lone[, levels]]]]}
 // of every script's answer. heartbeat.lua puts the list of lost holder ids
 // first. again = 1: the script had already run for this id, so an earlier
 // reply (and the grants it carried) was lost.
@@ -85,6 +90,7 @@ type reply struct {
 	lone                      bool // the state was made afresh: this process has no owner record there
 	lost                      []string
 	notes                     []grantNote
+	levels                    []any // stats.lua's levels (redis_fair.go)
 }
 
 // The codes of the scripts' replies: reply.code of acquire.lua and
@@ -114,7 +120,7 @@ type grantNote struct {
 
 func parseReply(v []any) (reply, error) {
 	var r reply
-	if len(v) < 5 || len(v) > 8 {
+	if len(v) < 5 || len(v) > 9 {
 		return r, fmt.Errorf("redissem: unexpected script reply of %d elements", len(v))
 	}
 	switch x := v[0].(type) {
@@ -137,9 +143,12 @@ func parseReply(v []any) (reply, error) {
 		d, _ := v[6].(int64)
 		r.deaf = d == 1
 	}
-	if len(v) == 8 {
+	if len(v) >= 8 {
 		l, _ := v[7].(int64)
 		r.lone = l == 1
+	}
+	if len(v) == 9 {
+		r.levels, _ = v[8].([]any)
 	}
 	notes, _ := v[3].([]any)
 	if len(notes) > 0 {

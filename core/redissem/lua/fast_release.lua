@@ -4,11 +4,13 @@
 -- needs no extension. It decides with the general code's blocks
 -- (inline.lua: TOMBSTONE, HEAD, HOLD, ADD_NOTE, PUBLISH_NOTES). The heads
 -- it pops are put back, and the general code runs instead, if any of them
--- is not a plain grant (HEAD_GRANT).
+-- is not a plain grant (HEAD_GRANT). A holder at a level above 0, or waiters
+-- in Q (fw, lib_fair.lua), are the general code's too.
 do
   local S, T, W, id, mychan, m = KEYS[1], KEYS[2], KEYS[3], ARGV[3], ARGV[2], state
-  local limit, exp, minl, mine, cur = tonumber(m[1]), tonumber(m[4]), tonumber(m[5]), tonumber(m[6]), m[11]
-  if limit and exp and minl and mine and cur and NONE_DUE(now, minl, mine) and string.sub(cur, 1, 1) == 'h' then
+  local limit, exp, minl, mine, cur = tonumber(m[1]), tonumber(m[4]), tonumber(m[5]), tonumber(m[6]), m[12]
+  if limit and exp and minl and mine and cur and NONE_DUE(now, minl, mine) and (tonumber(m[11]) or 0) == 0
+      and string.find(cur, '^h%d+:%d+:%d+$') then
     local used0, tok0, hn0, qn0 = tonumber(m[2]) or 0, tonumber(m[3]) or 0, tonumber(m[8]) or 0, tonumber(m[9]) or 0
     local used, tok, hn, qn = used0 - WEIGHT(cur), tok0, hn0 - 1, qn0
     local xn, at, latest, nminl, nmine = tonumber(m[10]) or 0, 0, 0, minl, mine

@@ -34,7 +34,7 @@ for i = 0, n - 1 do
     -- A holder whose lease is gone from T (lost apart): its record goes
     -- too, so that its Release answers "not held".
     if held and not s then
-      V.used, V.hn = V.used - F.weight_of(cur), V.hn - 1
+      F.unheld(cur)
       F.drop(id)
     end
   end
@@ -54,7 +54,7 @@ for i = first, #ARGV do
     F.tadd(OFF + F.alive(ttl), id)
   elseif kind == 'h' then
     -- A grant whose notification was lost, with its real grant time.
-    local tk, at = string.match(cur, '^h%d+:(%d+):?(%d*)$')
+    local tk, at = string.match(cur, '^h%d+:(%d+):?(%d*)')
     F.note(V.mychan, id, tonumber(tk), tonumber(at))
   else
     F.note(V.mychan, id, -2)

@@ -13,7 +13,7 @@
 -- locals end in "_", so that they never hide a caller's name.
 
 -- The counters of S, in the order in which start() reads them.
-local function STATE_FIELDS() return 'limit', 'used', 'tok', 'exp', 'minl', 'mine', 'qseq', 'hn', 'qn', 'xn' end
+local function STATE_FIELDS() return 'limit', 'used', 'tok', 'exp', 'minl', 'mine', 'qseq', 'hn', 'qn', 'xn', 'fw' end
 -- Nothing in T has come due: purge() has nothing to do.
 local function NONE_DUE(now, minl, mine) return (now < minl and now < mine) end
 -- An end at that comes within GRACE/2 of the keys' expiry makes finish()

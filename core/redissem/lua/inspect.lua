@@ -2,20 +2,21 @@
 -- nothing, so expired leases and dead waiters that no script has reaped yet
 -- are left out by their ends in T rather than dropped. After const.lua and
 -- head.lua (the clock); not on the prelude.
--- KEYS: S, T, W, P (lib.lua). ARGV: 1 the caller's configured limit, 2 n,
+-- KEYS: S, T, W, P, Q (lib.lua). ARGV: 1 the caller's configured limit, 2 n,
 -- the most holders and waiters to list.
 -- Returns {now_us, limit, used, holders, waiters, hlist, wlist}: used the
 -- permits held by live leases, holders and waiters the numbers of live
 -- holders and queued waiters; hlist is id, lease end (ms), field, owner,
 -- note for each of the n earliest lease ends; wlist is member, owner,
--- note for each of the n first waiters in queue order. owner is the owner
+-- note for each of the n first waiters: W's in queue order, then Q's
+-- (lib_fair.lua) by level, queue and arrival. owner is the owner
 -- record of the id's process (BASE), note its field '@'..id
 -- ('<us>:<note>'); '' if none.
 local S, T, W = KEYS[1], KEYS[2], KEYS[3]
 local n = tonumber(ARGV[2])
-local m = redis.call('HMGET', S, 'limit', 'used', 'qn', 'hn')
+local m = redis.call('HMGET', S, 'limit', 'used', 'qn', 'hn', 'fw')
 local limit = tonumber(m[1]) or tonumber(redis.call('GET', KEYS[4])) or tonumber(ARGV[1])
-local used, qn, holders = tonumber(m[2]) or 0, tonumber(m[3]) or 0, tonumber(m[4]) or 0
+local used, qn, holders = tonumber(m[2]) or 0, (tonumber(m[3]) or 0) + (tonumber(m[5]) or 0), tonumber(m[4]) or 0
 -- hmget returns S's fields f (in chunks: unpack is bounded).
 local function hmget(f)
   local out = {}
@@ -83,12 +84,18 @@ if #h > 0 then
   end
 end
 local q = redis.call('ZRANGE', W, 0, n) -- n + 1: the sentinel '' may be among them
+if #q <= n and (tonumber(m[5]) or 0) > 0 then
+  for _, fm in ipairs(redis.call('ZRANGE', KEYS[5], 0, n - #q)) do q[#q + 1] = fm end
+end
 local members, ids = {}, {}
 for i = 1, #q do
-  local head, len = string.match(q[i], '^(%d+:%d+:(%d+):)')
+  local inner = q[i]
+  local fl = string.match(inner, '^f%d+:%d+:(%d+):')
+  if fl then inner = string.sub(inner, #string.match(inner, '^f%d+:%d+:%d+:') + tonumber(fl) + 1) end
+  local head, len = string.match(inner, '^(%d+:%d+:(%d+):)')
   if head and #members < n then
     members[#members + 1] = q[i]
-    ids[#ids + 1] = string.sub(q[i], #head + tonumber(len) + 1)
+    ids[#ids + 1] = string.sub(inner, #head + tonumber(len) + 1)
   end
 end
 local wlist = {}

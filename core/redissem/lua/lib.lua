@@ -30,6 +30,9 @@
 --   3 W  zset: the queue: member '<weight>:<ttl_ms>:<#chan>:<chan><id>'
 --        -> arrival sequence; a grant pops the head with everything it needs
 --   4 P  string: the limit pinned by SetLimit (never expires)
+--   5 Q  zset: the queues of the flows and levels (lib_fair.lua), and S's
+--        counter fw, the number of their waiters
+--   6 R  string: the Fairness pinned by SetFairness (never expires)
 -- Invariants: T holds exactly the ids that have a field '#'..id, and
 -- hn + qn + xn of them; W holds the members of the waiters, qn of them. T
 -- and W also hold a sentinel member '' scored 2^53, so they never empty:
@@ -56,12 +59,12 @@
 -- asks F for one of them.
 -- ARGV[1] is the caller's configured limit, ARGV[2] its notification channel.
 local V = {
-  S = KEYS[1], T = KEYS[2], W = KEYS[3], P = KEYS[4],
+  S = KEYS[1], T = KEYS[2], W = KEYS[3], P = KEYS[4], Q = KEYS[5], R = KEYS[6],
   mychan = ARGV[2], now = now, now_us = now_us,
   fresh = false, latest = 0, pend = {}, order = {}, tz = {},
   -- Every field that start() sets, here too: a table that grows rehashes.
   limit = 0, used = 0, tok = 0, exp = 0, minl = 0, mine = 0, qseq = 0,
-  hn = 0, qn = 0, xn = 0,
+  hn = 0, qn = 0, xn = 0, fw = 0,
   cache = false, o = false, notes = false, stop = false,
 }
 -- F's busy-path functions, named here so that the table is made at its
@@ -69,7 +72,7 @@ local V = {
 local F = {start = false, get = false, put = false, tadd = false, purge = false,
   hold = false, tombstone = false, grant = false, finish = false}
 -- The counters of S that start() reads and finish() writes back, in order.
-local COUNTERS = {'used', 'tok', 'exp', 'minl', 'mine', 'qseq', 'hn', 'qn', 'xn'}
+local COUNTERS = {'used', 'tok', 'exp', 'minl', 'mine', 'qseq', 'hn', 'qn', 'xn', 'fw'}
 
 -- The busy path: start, get, put, purge, hold, tombstone, grant, finish.
 
@@ -80,22 +83,22 @@ function F.start(id)
   local m = state
   if id then
     m = m or redis.call('HMGET', V.S, STATE_FIELDS(), '#' .. id)
-    V.cache = {['#' .. id] = m[11] or false}
+    V.cache = {['#' .. id] = m[12] or false}
   else
     m = redis.call('HMGET', V.S, STATE_FIELDS())
     V.cache = {}
   end
-  for i = 2, 10 do m[i] = tonumber(m[i]) or 0 end
+  for i = 2, 11 do m[i] = tonumber(m[i]) or 0 end
   V.o = m -- as read: finish() writes back what changed
-  V.limit, V.used, V.tok, V.exp, V.minl, V.mine, V.qseq, V.hn, V.qn, V.xn =
-    tonumber(m[1]), m[2], m[3], m[4], m[5], m[6], m[7], m[8], m[9], m[10]
+  V.limit, V.used, V.tok, V.exp, V.minl, V.mine, V.qseq, V.hn, V.qn, V.xn, V.fw =
+    tonumber(m[1]), m[2], m[3], m[4], m[5], m[6], m[7], m[8], m[9], m[10], m[11]
   if not V.limit then
     V.limit = tonumber(redis.call('GET', V.P)) or tonumber(ARGV[1])
     F.put('limit', V.limit)
     V.fresh = true
     -- Leftovers of keys that lost their state are not trusted.
-    redis.call('DEL', V.T, V.W)
-    V.used, V.hn, V.qn, V.xn, V.minl, V.mine = 0, 0, 0, 0, SENTINEL, SENTINEL
+    redis.call('DEL', V.T, V.W, V.Q)
+    V.used, V.hn, V.qn, V.xn, V.fw, V.minl, V.mine = 0, 0, 0, 0, 0, SENTINEL, SENTINEL
   end
 end
 
@@ -150,8 +153,10 @@ end
 -- Grant to the head of the queue while it fits (strict FIFO: a head that
 -- does not fit blocks everyone behind it). A head heavier than the limit
 -- can never fit and is told so with token -1.
--- It returns true if the queue is then empty.
+-- It returns true if the queue is then empty. While waiters of flows or
+-- levels wait in Q, fgrant (lib_fair.lua) decides instead.
 function F.grant()
+  if V.fw > 0 then return F.fgrant() end
   while V.qn > 0 and V.used < V.limit do
     local h = redis.call('ZPOPMIN', V.W)
     if h[1] == nil or h[1] == '' then
@@ -173,7 +178,7 @@ function F.finish()
   local refresh = V.fresh or NEAR_EXPIRY(V.latest, V.exp)
   if refresh then V.exp = math.max(V.latest, V.now) + GRACE end
   local set, del, order, pend, o = {}, nil, V.order, V.pend, V.o
-  for i = 1, 9 do
+  for i = 1, 10 do
     local v = V[COUNTERS[i]]
     if v ~= o[i + 1] then
       set[#set + 1] = COUNTERS[i]

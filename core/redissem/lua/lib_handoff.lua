@@ -30,8 +30,10 @@ function F.alive(ttl)
   return at
 end
 
--- parse splits W's member m (MEMBER) into weight, ttl, channel and id.
+-- parse splits W's member m (MEMBER), or the part of one of Q's members
+-- (lib_fair.lua) that is one, into weight, ttl, channel and id.
 function F.parse(m)
+  if string.sub(m, 1, 1) == 'f' then m = select(4, F.fparse(m)) or '' end
   local w, ttl, n, rest = MEMBER_PARTS(m)
   if not w then return nil end
   n = tonumber(n)

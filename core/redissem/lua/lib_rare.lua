@@ -17,6 +17,7 @@ end
 function F.expire()
   for _, k in ipairs({V.T, V.W}) do redis.call('ZADD', k, 'NX', SENTINEL_S, '') end
   for _, k in ipairs({V.S, V.T, V.W}) do redis.call('PEXPIREAT', k, V.exp) end
+  if V.fw > 0 then redis.call('PEXPIREAT', V.Q, V.exp) end
 end
 
 function F.weight_of(info) return WEIGHT(info) end
@@ -48,11 +49,12 @@ function F.derive()
   local ids = redis.call('ZRANGE', V.T, 0, -1)
   if ids[#ids] == '' then ids[#ids] = nil end
   local v = F.hmget(ids)
-  local used, hn, qn, xn, want = 0, 0, 0, 0, {}
+  local used, hn, qn, xn, want, hv = 0, 0, 0, 0, {}, {}
   for i = 1, #ids do
     local k = v[i] and string.sub(v[i], 1, 1)
     if k == 'h' then
       used, hn = used + F.weight_of(v[i]), hn + 1
+      hv[ids[i]] = v[i]
     elseif k == 'q' then
       want[string.sub(v[i], 2)] = ids[i]
     elseif k == 'x' or k == 'o' then
@@ -71,6 +73,7 @@ function F.derive()
     end
   end
   if #stray > 0 then F.chunked('ZREM', V.W, stray) end
+  F.fderive(want, hv)
   for m, id in pairs(want) do
     local _, _, ch = F.parse(m)
     redis.call('ZREM', V.T, id)
@@ -98,7 +101,7 @@ function F.reap()
     local e = tonumber(h[2])
     V.mine = math.max(e and e < SENTINEL and e - OFF or SENTINEL, now + SLACK)
   end
-  if V.used < 0 or V.hn < 0 or V.qn < 0 or V.xn < 0 then F.derive() end
+  if V.used < 0 or V.hn < 0 or V.qn < 0 or V.xn < 0 or V.fw < 0 then F.derive() end
 end
 
 -- reap_range drops the ids of T scored lo to hi, and their records.
@@ -110,7 +113,9 @@ function F.reap_range(lo, hi)
   for i = 1, #gone do
     local k = v[i] and string.sub(v[i], 1, 1)
     if k == 'h' then
-      V.used, V.hn = V.used - F.weight_of(v[i]), V.hn - 1
+      F.unheld(v[i])
+    elseif k == 'q' and string.sub(v[i], 2, 2) == 'f' then
+      F.funqueue(string.sub(v[i], 2))
     elseif k == 'q' then
       dead[#dead + 1] = string.sub(v[i], 2)
       V.qn = V.qn - 1
@@ -150,15 +155,17 @@ end
 -- recomputes the counts if they differ or went negative.
 function F.check()
   F.tflush()
-  if V.used < 0 or redis.call('ZCARD', V.T) ~= V.hn + V.qn + V.xn + 1
-    or redis.call('ZCARD', V.W) ~= V.qn + 1 then
+  if V.used < 0 or redis.call('ZCARD', V.T) ~= V.hn + V.qn + V.fw + V.xn + 1
+    or redis.call('ZCARD', V.W) ~= V.qn + 1
+    or V.fw > 0 and redis.call('ZCARD', V.Q) ~= V.fw + 1 then
     F.derive()
   end
 end
 
--- unqueue takes waiter id, whose field is cur, out of the queue (its field
+-- unqueue takes waiter id, whose field is cur, out of its queue (its field
 -- is left to the caller).
 function F.unqueue(id, cur)
+  if string.sub(cur, 2, 2) == 'f' then return F.funqueue(string.sub(cur, 2)) end
   redis.call('ZREM', V.W, string.sub(cur, 2))
   V.qn = V.qn - 1
 end
@@ -166,9 +173,9 @@ end
 end -- cold
 local made = 0
 setmetatable(F, {__index = function(f, k)
-  while made < 2 do
+  while made < 3 do
     made = made + 1
-    if made == 1 then warm() else cold() end
+    if made == 1 then warm() elseif made == 2 then cold() else fair() end
     local v = rawget(f, k)
     if v ~= nil then return v end
   end

@@ -21,7 +21,7 @@ local kind = cur and string.sub(cur, 1, 1)
 if kind == 'x' then
   return {tonumber(string.sub(cur, 2)), 0, V.limit, F.finish(), V.now_us, 1}
 elseif kind == 'h' then
-  V.used, V.hn = V.used - WEIGHT(cur), V.hn - 1
+  if string.find(cur, '^h%d+:%d+:%d+:') then F.unheld(cur) else V.used, V.hn = V.used - WEIGHT(cur), V.hn - 1 end
   code = 1
 elseif by_id then
   return {0, 0, V.limit, F.finish(), V.now_us}

@@ -19,5 +19,18 @@ for i = 1, #members do
     F.note(ch, id, -1)
   end
 end
+if V.fw > 0 then
+  V.fz = nil -- its reserves scale with the limit
+  local fm = redis.call('ZRANGE', V.Q, 0, -1)
+  for i = 1, #fm do
+    local w, _, ch, id = F.parse(fm[i])
+    if w and w > V.limit then
+      F.funqueue(fm[i])
+      redis.call('ZREM', V.T, id)
+      F.drop(id)
+      F.note(ch, id, -1)
+    end
+  end
+end
 F.grant()
 return {1, 0, V.limit, F.finish(), V.now_us}
