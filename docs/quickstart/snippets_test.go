@@ -49,7 +49,8 @@ func httpSnippet(client redis.UniversalClient, export, users, healthz, metrics h
 	// snippet httpmw
 	routes := redissem.NewKeyed(client, "api", 64, // 64 at once per route, fleet-wide,
 		redissem.WithLimits(map[string]int64{"GET /export": 2})) // but 2 for /export
-	limit := httpmw.Limit(routes, httpmw.WithMaxWait(100*time.Millisecond))
+	limit := httpmw.Limit(routes, httpmw.WithMaxWait(100*time.Millisecond),
+		httpmw.WithFlow(func(r *http.Request) (string, int) { return r.Header.Get("X-Tenant"), 0 })) // fair between tenants
 
 	mux := http.NewServeMux()
 	mux.Handle("GET /export", limit(export)) // a request waits up to 100ms, then gets 429
