@@ -45,6 +45,9 @@ type flowReport struct {
 	Unfinished   int     // still waiting at the end
 	FIFOOutOrder float64 // within the flow
 	SelfHandoff  float64 // within the flow
+	// OvertakenMax is the most grants to other flows while one request
+	// of the flow waited (between its Acquire and its grant).
+	OvertakenMax int
 }
 
 func toEvent(r record) analyze.Event {
@@ -108,8 +111,41 @@ func analyzeRun(recs []record, sc scenario, start, end int64) report {
 		rep.Flows[f] = fr
 	}
 	rep.JainFlows = analyze.Jain(shares)
+	rep.overtaken(recs, byFlow, from, to)
 	rep.levels(recs, start, end)
 	return rep
+}
+
+// overtaken fills each flow's OvertakenMax, from the grants sorted by time.
+func (rep *report) overtaken(recs []record, byFlow map[string][]record, from, to int64) {
+	type g struct {
+		t    int64
+		flow string
+	}
+	var grants []g
+	for _, r := range recs {
+		if r.Grant != 0 {
+			grants = append(grants, g{r.Grant, r.Flow})
+		}
+	}
+	slices.SortFunc(grants, func(a, b g) int { return cmp.Compare(a.t, b.t) })
+	for f, rs := range byFlow {
+		fr := rep.Flows[f]
+		for _, r := range rs {
+			if r.Grant == 0 || r.AcqStart < from || r.AcqStart >= to {
+				continue
+			}
+			i, _ := slices.BinarySearchFunc(grants, r.AcqStart, func(x g, t int64) int { return cmp.Compare(x.t, t) })
+			n := 0
+			for ; i < len(grants) && grants[i].t < r.Grant; i++ {
+				if grants[i].flow != f {
+					n++
+				}
+			}
+			fr.OvertakenMax = max(fr.OvertakenMax, n)
+		}
+		rep.Flows[f] = fr
+	}
 }
 
 // levels fills the level figures from the recorded waits and holds.
@@ -204,8 +240,8 @@ func (rep report) print(w io.Writer) {
 		rep.Scenario, rep.FIFO, rep.Window, rep.Grants, rep.Util, rep.MaxHolders, rep.Limit, rep.JainFlows)
 	for _, f := range slices.Sorted(maps.Keys(rep.Flows)) {
 		fr := rep.Flows[f]
-		fmt.Fprintf(w, "  flow %-8s grants %6d share %.3f wait p50 %-10v p99 %-10v max %-10v unfinished %d FIFO out-of-order %.4f self-handoff %.4f\n",
-			f, fr.Grants, fr.Share, fr.WaitP50.Round(time.Microsecond), fr.WaitP99.Round(time.Microsecond), fr.WaitMax.Round(time.Microsecond), fr.Unfinished, fr.FIFOOutOrder, fr.SelfHandoff)
+		fmt.Fprintf(w, "  flow %-8s grants %6d share %.3f wait p50 %-10v p99 %-10v max %-10v unfinished %d FIFO out-of-order %.4f self-handoff %.4f overtaken ≤ %d\n",
+			f, fr.Grants, fr.Share, fr.WaitP50.Round(time.Microsecond), fr.WaitP99.Round(time.Microsecond), fr.WaitMax.Round(time.Microsecond), fr.Unfinished, fr.FIFOOutOrder, fr.SelfHandoff, fr.OvertakenMax)
 	}
 	if rep.L1AfterIdle != 0 || rep.L1MaxStarved != 0 || rep.L1GrantsWhileL0Waits != 0 {
 		fmt.Fprintf(w, "  level 1: longest starved while level 0 waits %v; grants while level 0 waits %d; first grant %v after level 0 went idle, %v after the next release\n",
