@@ -44,7 +44,7 @@ func NewLeased(client redis.UniversalClient, name string, limit int64, opts ...O
 // all sharing one process's machinery. It takes NewKeyed's options and
 // panics as NewKeyed does. Keyed.Adopt and ReleaseID refuse its permits.
 func NewLeasedKeyed(client redis.UniversalClient, name string, defaultLimit int64, opts ...Option) *core.Keyed {
-	return newKeyed("NewLeasedKeyed", client, name, defaultLimit, opts, func(s *Semaphore) core.LimitSemaphore { return newLeasedSem(s) })
+	return newKeyed("NewLeasedKeyed", takesKeyed, client, name, defaultLimit, opts, func(s *Semaphore) core.LimitSemaphore { return newLeasedSem(s) })
 }
 
 func newLeasedSem(s *Semaphore) *Leased { return &Leased{s: s, l: newLeased(s)} }

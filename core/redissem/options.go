@@ -10,10 +10,11 @@ import (
 // Option configures a semaphore of this package at construction. Every
 // constructor takes every option but these: only NewKeyed and
 // NewLeasedKeyed take WithLimits and WithMaxIdleKeys, and only NewQuorum
-// and NewAllOf take WithClockDrift and WithMasterTimeout; a constructor
-// given an option it cannot honour panics with a message naming it, as it
-// does on a nil Option or a bad value (a key prefix with '{' or '}', a
-// lease TTL below 100ms, a negative duration).
+// and NewAllOf take WithClockDrift and WithMasterTimeout, and only New and
+// NewKeyed take WithReplicaAck; a constructor given an option it cannot
+// honour panics with a message naming it, as it does on a nil Option or a
+// bad value (a key prefix with '{' or '}', a lease TTL below 100ms, a
+// negative duration).
 type Option func(*config)
 
 type config struct {
@@ -32,6 +33,7 @@ type config struct {
 	quorumDrift  time.Duration // WithClockDrift; 0: by lease (clockDrift)
 	quorumAnswer time.Duration // WithMasterTimeout; 0: by lease (masterTimeout)
 	quorumOpts   bool          // one of the two was given
+	ack          ackConfig     // WithReplicaAck (options_ack.go)
 }
 
 // The defaults of this package's options, applied by buildConfig; the
@@ -58,6 +60,7 @@ const (
 	takesNone   takes = 0
 	takesKeyed  takes = 1 << iota // WithLimits, WithMaxIdleKeys
 	takesQuorum                   // WithClockDrift, WithMasterTimeout
+	takesAck                      // WithReplicaAck
 )
 
 // buildConfig applies opts and validates the result. It panics, naming
@@ -89,6 +92,7 @@ func buildConfig(ctor string, t takes, opts []Option) config {
 		}
 	}
 	c.resolveDefaults()
+	c.checkAck(ctor, t)
 	return c
 }
 

@@ -49,7 +49,7 @@ var _ core.Semaphore = (*Semaphore)(nil)
 // notes whether the latest dial failed, so that an operation timeout names
 // a refused connection (see WithOperationTimeout).
 func New(client redis.UniversalClient, name string, limit int64, opts ...Option) *Semaphore {
-	cfg := buildConfig("New", takesNone, opts)
+	cfg := buildConfig("New", takesAck, opts)
 	checkName("New", name)
 	checkLimit("New: limit", limit)
 	return newRedisBackend("New", client, cfg).semaphore(name, limit, true)
@@ -68,14 +68,14 @@ func New(client redis.UniversalClient, name string, limit int64, opts ...Option)
 // address another keyed semaphore's key or a New semaphore, whatever the
 // key.
 func NewKeyed(client redis.UniversalClient, name string, defaultLimit int64, opts ...Option) *core.Keyed {
-	return newKeyed("NewKeyed", client, name, defaultLimit, opts, func(s *Semaphore) core.LimitSemaphore { return s })
+	return newKeyed("NewKeyed", takesKeyed|takesAck, client, name, defaultLimit, opts, func(s *Semaphore) core.LimitSemaphore { return s })
 }
 
 // newKeyed makes ctor's keyed semaphore: each key's semaphore is the
 // Semaphore of the key's name, as mode makes it (NewKeyed: itself;
 // NewLeasedKeyed: a Leased around it).
-func newKeyed(ctor string, client redis.UniversalClient, name string, defaultLimit int64, opts []Option, mode func(*Semaphore) core.LimitSemaphore) *core.Keyed {
-	cfg := buildConfig(ctor, takesKeyed, opts)
+func newKeyed(ctor string, t takes, client redis.UniversalClient, name string, defaultLimit int64, opts []Option, mode func(*Semaphore) core.LimitSemaphore) *core.Keyed {
+	cfg := buildConfig(ctor, t, opts)
 	checkName(ctor, name)
 	checkLimit(ctor+": default limit", defaultLimit)
 	b := newRedisBackend(ctor, client, cfg)

@@ -73,6 +73,12 @@ func (s *Semaphore) runScript(ctx context.Context, sc *redis.Script, gated bool,
 		cmd = append(cmd, args...)
 		v, err = b.callRetry(sctx, sc, cmd)
 	}
+	// WithReplicaAck: the script ran, unacknowledged (a type assertion:
+	// errors.As would make short escape, an allocation per call).
+	short, _ := err.(*ackShortfall)
+	if short != nil {
+		v, err = short.reply, nil
+	}
 	recv := time.Now()
 	o := outcomeOK
 	if err != nil {
@@ -94,7 +100,16 @@ func (s *Semaphore) runScript(ctx context.Context, sc *redis.Script, gated bool,
 	b.migration.settled()
 	r, err := parseReply(v)
 	s.clock.learn(sent, recv, r.nowUS)
-	b.deliver(r.notes)
+	if short == nil {
+		b.deliver(r.notes)
+		if len(r.held) > 0 {
+			s.publishHeld(ctx, r.held)
+		}
+	} else {
+		// Not announced: a waiter learns of its grant at a heartbeat that
+		// the replicas acknowledge.
+		r.notes, r.held = nil, nil
+	}
 	if r.limit > 0 {
 		s.seen.Store(r.limit)
 	}
@@ -106,6 +121,9 @@ func (s *Semaphore) runScript(ctx context.Context, sc *redis.Script, gated bool,
 	}
 	if r.lone {
 		s.ownerEnd.Store(0) // the next acquire stores the owner record again
+	}
+	if err == nil && short != nil {
+		err = s.unacked(sc, short)
 	}
 	return r, err
 }
@@ -209,7 +227,7 @@ func cancellable(ctx context.Context) bool {
 // timeouts (see Semaphore.Close).
 func (b *redisBackend) callScript(parent, ctx context.Context, sc *redis.Script, cmd []any) ([]any, error) {
 	if b.ctxHonoured && !cancellable(parent) {
-		return evalSHA(ctx, b.client, sc, cmd).Slice()
+		return b.eval(ctx, sc, cmd).Slice()
 	}
 	done := donePool.Get().(chan *redis.Cmd)
 	b.startScript(ctx, sc, cmd, done)
@@ -229,7 +247,7 @@ func (b *redisBackend) startScript(ctx context.Context, sc *redis.Script, cmd []
 	b.trips.add()
 	go func() {
 		defer b.trips.done()
-		done <- evalSHA(ctx, b.client, sc, cmd)
+		done <- b.eval(ctx, sc, cmd)
 	}()
 }
 

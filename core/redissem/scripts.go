@@ -52,6 +52,8 @@ var (
 	luaRights string
 	//go:embed lua/inspect.lua
 	luaInspect string
+	//go:embed lua/reassert.lua
+	luaReassert string
 
 	luaMacros = parseMacros(luaInline)
 
@@ -61,6 +63,7 @@ var (
 	scriptHeartbeat = redis.NewScript(scriptSource("", luaHeartbeat))
 	scriptSetLimit  = redis.NewScript(scriptSource("", luaSetLimit))
 	scriptStats     = redis.NewScript(scriptSource("", luaStats))
+	scriptReassert  = redis.NewScript(scriptSource("", luaReassert))
 	scriptInspect   = redis.NewScript(inline(luaConst + luaHead + luaInspect)) // read-only: not on the prelude
 )
 
@@ -85,6 +88,7 @@ type reply struct {
 	lone                      bool // the state was made afresh: this process has no owner record there
 	lost                      []string
 	notes                     []grantNote
+	held                      []heldNote // notes to publish once acknowledged (WithReplicaAck)
 }
 
 // The codes of the scripts' replies: reply.code of acquire.lua and
@@ -147,6 +151,12 @@ func parseReply(v []any) (reply, error) {
 	}
 	for _, n := range notes {
 		s, _ := n.(string)
+		if strings.HasPrefix(s, ">") {
+			if h, ok := parseHeld(s); ok {
+				r.held = append(r.held, h)
+				continue
+			}
+		}
 		g, err := parseNote(s)
 		if err != nil {
 			return r, err

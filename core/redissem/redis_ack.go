@@ -1,0 +1,150 @@
+package redissem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// WithReplicaAck's machinery (options_ack.go).
+//
+// WAIT cannot run inside a script, so an acknowledged script is sent in a
+// pipeline [EVALSHA script, WAIT n timeout] on one connection to the master
+// of the semaphore's slot: Redis runs a connection's commands in order and
+// WAIT covers every write that connection made before it, the script's
+// included. Scripts that would PUBLISH a grant note to another process
+// hand it to the caller instead (the fifth key, keyAckSuffix, says so:
+// PUBLISH_NOTES in lua/inline.lua), which publishes it once WAIT confirmed
+// the write, in a second round trip that only a hand-off to another process
+// needs. (A third command in the same pipeline would publish whatever WAIT
+// answered: a hand-off would be announced before, or without, the replica
+// having it.)
+
+// keyAckSuffix names the fifth key of a semaphore with WithReplicaAck. The
+// scripts never read or write it: its presence makes them hand the notes of
+// other processes to the caller.
+const keyAckSuffix = "a"
+
+// ackedScripts are the scripts that WithReplicaAck follows by WAIT: those
+// that grant, release or renew.
+var ackedScripts = map[*redis.Script]bool{scriptAcquire: true, scriptRelease: true, scriptHeartbeat: true, scriptReassert: true}
+
+// ackShortfall is the error of an acknowledged script that ran, but that
+// fewer replicas than asked acknowledged in time; reply is the script's.
+type ackShortfall struct {
+	got, want int64
+	reply     []any
+}
+
+func (e *ackShortfall) Error() string {
+	return fmt.Sprintf("%d of %d replicas acknowledged", e.got, e.want)
+}
+
+// heldNote is a grant note that a script handed to the caller to publish
+// (WithReplicaAck): the payload of one PUBLISH on ch.
+type heldNote struct{ ch, payload string }
+
+// parseHeld parses a held note of a script's reply: '>' channel '\n'
+// payload.
+func parseHeld(s string) (heldNote, bool) {
+	ch, payload, ok := strings.Cut(s[1:], "\n")
+	return heldNote{ch: ch, payload: payload}, ok
+}
+
+// eval runs cmd, the EVALSHA command of sc (evalSHA); with WithReplicaAck,
+// a script that grants, releases or renews is followed by WAIT.
+func (b *redisBackend) eval(ctx context.Context, sc *redis.Script, cmd []any) *redis.Cmd {
+	if b.cfg.ack.n == 0 || !ackedScripts[sc] {
+		return evalSHA(ctx, b.client, sc, cmd)
+	}
+	return b.evalAcked(ctx, sc, cmd)
+}
+
+// evalAcked runs [cmd, WAIT n timeout] in one pipeline on the master of the
+// script's first key, and returns the script's command; its error is an
+// *ackShortfall if fewer than n replicas acknowledged.
+func (b *redisBackend) evalAcked(ctx context.Context, sc *redis.Script, cmd []any) *redis.Cmd {
+	key, _ := cmd[3].(string)
+	node, err := b.masterOf(ctx, key)
+	for attempt := 0; ; attempt++ {
+		c := redis.NewCmd(ctx, cmd...)
+		if err != nil {
+			c.SetErr(err)
+			return c
+		}
+		w := redis.NewIntCmd(ctx, "wait", b.cfg.ack.n, b.cfg.ack.timeout.Milliseconds())
+		p := node.Pipeline()
+		_ = p.Process(ctx, c)
+		_ = p.Process(ctx, w)
+		_, _ = p.Exec(ctx)
+		if err := c.Err(); err != nil {
+			if attempt == 0 && (errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT")) {
+				err = sc.Load(ctx, node).Err()
+				continue
+			}
+			if k := clusterReplyOf(err); k == replyMoved || k == replyDown {
+				b.reloadSlots()
+			}
+			return c
+		}
+		if err := w.Err(); err != nil {
+			// The script ran, but whether the replicas have it is unknown:
+			// the caller undoes it as after a lost reply.
+			c.SetErr(err)
+			return c
+		}
+		if got := w.Val(); got < int64(b.cfg.ack.n) {
+			v, _ := c.Slice()
+			c.SetErr(&ackShortfall{got: got, want: int64(b.cfg.ack.n), reply: v})
+		}
+		return c
+	}
+}
+
+// masterOf returns the client that reaches the master of key: on Cluster
+// the node that serves key's slot, as the slot map says; else the client.
+func (b *redisBackend) masterOf(ctx context.Context, key string) (redis.Cmdable, error) {
+	if cc, ok := b.client.(*redis.ClusterClient); ok {
+		return cc.MasterForKey(ctx, key)
+	}
+	return b.client, nil
+}
+
+// publishHeld publishes the notes that a script handed to this process
+// (WithReplicaAck), once the write was acknowledged, on the master of s's
+// slot. If that fails, each waiter learns of its grant at its next
+// heartbeat.
+func (s *Semaphore) publishHeld(ctx context.Context, notes []heldNote) {
+	ctx, cancel := bound(context.WithoutCancel(ctx), s.b.cfg.fault.opTimeout)
+	defer cancel()
+	node, err := s.b.masterOf(ctx, s.keys[0])
+	if err == nil {
+		p := node.Pipeline()
+		for _, n := range notes {
+			if strings.Contains(n.ch, "{") {
+				p.SPublish(ctx, n.ch, n.payload)
+			} else {
+				p.Publish(ctx, n.ch, n.payload)
+			}
+		}
+		_, err = p.Exec(ctx)
+	}
+	if err != nil {
+		s.b.report(s.label, unavailable("publish grants", s.name, err))
+	}
+}
+
+// unacked is the error of script sc on s whose write fewer replicas than
+// asked acknowledged in time: nil for a release (reported, not returned:
+// see WithReplicaAck), an error wrapping ErrReplicaAck otherwise.
+func (s *Semaphore) unacked(sc *redis.Script, short *ackShortfall) error {
+	err := fmt.Errorf("%w: %v within %v", ErrReplicaAck, short, s.b.cfg.ack.timeout)
+	if sc == scriptRelease {
+		s.b.report(s.label, fmt.Errorf("redissem: release %q: %w", s.name, err))
+		return nil
+	}
+	return err
+}
