@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -192,6 +193,21 @@ func StartCluster(tb testing.TB, masters, replicas int) *ClusterSet {
 		tb.Fatalf("servertest: cluster not ok: %v", err)
 	}
 	return c
+}
+
+// Pause stops the node at addr with SIGSTOP (a stalled node that keeps its
+// connections open), until Resume.
+func (c *ClusterSet) Pause(addr string) { c.signal(addr, syscall.SIGSTOP) }
+
+// Resume lets a paused node go on (SIGCONT).
+func (c *ClusterSet) Resume(addr string) { c.signal(addr, syscall.SIGCONT) }
+
+func (c *ClusterSet) signal(addr string, sig syscall.Signal) {
+	for _, p := range c.procs {
+		if p.addr() == addr && p.p != nil {
+			_ = p.p.signal(sig)
+		}
+	}
 }
 
 // Kill kills the node at addr with SIGKILL.
