@@ -80,12 +80,12 @@ func (b *redisBackend) evalAcked(ctx context.Context, sc *redis.Script, cmd []an
 		_ = p.Process(ctx, c)
 		_ = p.Process(ctx, w)
 		_, _ = p.Exec(ctx)
-		if err := c.Err(); err != nil {
-			if attempt == 0 && (errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT")) {
-				err = sc.Load(ctx, node).Err()
+		if cerr := c.Err(); cerr != nil {
+			if attempt == 0 && (errors.Is(cerr, redis.ErrNoScript) || redis.HasErrorPrefix(cerr, "NOSCRIPT")) {
+				err = sc.Load(ctx, node).Err() // a failed load fails the next try
 				continue
 			}
-			if k := clusterReplyOf(err); k == replyMoved || k == replyDown {
+			if k := clusterReplyOf(cerr); k == replyMoved || k == replyDown {
 				b.reloadSlots()
 			}
 			return c
