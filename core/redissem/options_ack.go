@@ -47,6 +47,10 @@ var ErrReplicaAck = errors.New("redissem: too few replicas acknowledged the writ
 //     waiter learns of its grant from its next heartbeat that a replica
 //     acknowledges, or the permit's lease ends unused.
 //
+// Adopt, SetLeaseTTL and SetLimit are not followed by WAIT: a failover
+// can lose them as it could without the option (ReleaseID is a release,
+// and is).
+//
 // Every acknowledged call waits for the slowest of its n replicas, and a
 // call whose replicas are behind waits up to timeout. It panics unless n >=
 // 1 and 0 < timeout < the operation timeout (WithOperationTimeout, 1s by

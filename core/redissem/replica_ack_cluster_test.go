@@ -56,10 +56,19 @@ func TestReplicaAckCluster(t *testing.T) {
 		}
 		return true
 	})
-	sem := redissem.New(cc, name, 1, redissem.WithReplicaAck(1, 200*time.Millisecond))
+	sem := redissem.New(cc, name, 1, redissem.WithReplicaAck(1, 200*time.Millisecond), redissem.WithOperationTimeout(5*time.Second))
 	defer sem.Close()
+	// The slot map and the scripts loaded before a node stalls (a stalled
+	// node asked for the slot map would stall the client, not WAIT).
+	w, err := sem.TryAcquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
 	set.Pause(set.Addrs[2+1-own]) // the other master's replica
-	p, err := sem.Acquire(ctx)
+	p, err := sem.TryAcquire(ctx)
 	set.Resume(set.Addrs[2+1-own])
 	if err != nil {
 		t.Fatalf("Acquire with the other master's replica stalled: %v", err)
@@ -72,7 +81,7 @@ func TestReplicaAckCluster(t *testing.T) {
 	}
 	set.Pause(set.Addrs[2+own])
 	defer set.Resume(set.Addrs[2+own])
-	if _, err := sem.Acquire(ctx); !errors.Is(err, redissem.ErrReplicaAck) {
+	if _, err := sem.TryAcquire(ctx); !errors.Is(err, redissem.ErrReplicaAck) {
 		t.Fatalf("Acquire with the slot's replica stalled: %v, want ErrReplicaAck", err)
 	}
 }
