@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -25,7 +26,7 @@ import (
 
 // keyAckSuffix names the fifth key of a semaphore with WithReplicaAck. The
 // scripts never read or write it: its presence makes them hand the notes of
-// other processes to the caller.
+// other processes to the caller. Only reack writes it.
 const keyAckSuffix = "a"
 
 // ackedScripts are the scripts that WithReplicaAck follows by WAIT: those
@@ -147,4 +148,29 @@ func (s *Semaphore) unacked(sc *redis.Script, short *ackShortfall) error {
 		return nil
 	}
 	return err
+}
+
+// reack confirms that n replicas have what an acknowledged script found
+// done already (a re-run, whose first run's reply was lost, or a heartbeat
+// that reports a grant made by another process's release): WAIT after a
+// script that wrote nothing covers only the earlier writes of its own
+// connection, not those others. So it makes a write of its own,
+// to s's fifth key (expiring), and WAITs for it; every earlier write of the
+// master is in the replication stream before it. It returns nil once
+// acknowledged.
+func (s *Semaphore) reack(ctx context.Context) *ackShortfall {
+	n := int64(s.b.cfg.ack.n)
+	node, err := s.b.masterOf(ctx, s.keys[0])
+	if err != nil {
+		return &ackShortfall{want: n}
+	}
+	key := s.keys[0][:len(s.keys[0])-1] + keyAckSuffix // prefix{name}:a
+	p := node.Pipeline()
+	p.Set(ctx, key, 1, time.Second)
+	w := p.Do(ctx, "wait", n, s.b.cfg.ack.timeout.Milliseconds())
+	_, _ = p.Exec(ctx)
+	if got, err := w.Int64(); err != nil || got < n {
+		return &ackShortfall{got: got, want: n}
+	}
+	return nil
 }

@@ -100,6 +100,14 @@ func (s *Semaphore) runScript(ctx context.Context, sc *redis.Script, gated bool,
 	b.migration.settled()
 	r, err := parseReply(v)
 	s.clock.learn(sent, recv, r.nowUS)
+	// WAIT covered what this connection wrote; a re-run, or a heartbeat
+	// that only reports grants that other scripts made, may have written
+	// nothing (WithReplicaAck).
+	if short == nil && b.cfg.ack.n > 0 && ackedScripts[sc] && (r.again || sc == scriptHeartbeat && len(r.notes) > 0) {
+		if short = s.reack(ctx); short != nil {
+			short.reply = v
+		}
+	}
 	if short == nil {
 		b.deliver(r.notes)
 		if len(r.held) > 0 {
