@@ -154,10 +154,12 @@ func (s *Semaphore) unacked(sc *redis.Script, short *ackShortfall) error {
 // done already (a re-run, whose first run's reply was lost, or a heartbeat
 // that reports a grant made by another process's release): WAIT after a
 // script that wrote nothing covers only the earlier writes of its own
-// connection, not those others. So it makes a write of its own,
-// to s's fifth key (expiring), and WAITs for it; every earlier write of the
+// connection, not those others. So it makes a write of its own, to s's
+// fifth key (expiring), and WAITs for it; every earlier write of the
 // master is in the replication stream before it. It returns nil once
-// acknowledged.
+// acknowledged. (Should the primary change between the script and reack,
+// reack vouches for the new one: the holder's re-assertion after the
+// switch covers that window of a round trip.)
 func (s *Semaphore) reack(ctx context.Context) *ackShortfall {
 	n := int64(s.b.cfg.ack.n)
 	node, err := s.b.masterOf(ctx, s.keys[0])
