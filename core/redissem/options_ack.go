@@ -43,9 +43,12 @@ var ErrReplicaAck = errors.New("redissem: too few replicas acknowledged the writ
 //   - a renewal does not extend the lease as this process counts it: a
 //     permit whose renewals stay unacknowledged is lost (Permit.Lost) when
 //     its last acknowledged lease ends;
-//   - grants that the script handed to waiters are not announced; each
-//     waiter learns of its grant from its next heartbeat that a replica
-//     acknowledges, or the permit's lease ends unused.
+//   - grants that the script handed to waiters are not announced until a
+//     later WAIT confirms them: the process tries again in the background
+//     for up to a third of the lease TTL, each try first checking that the
+//     grant is still there (a try may reach a new primary that lacks it),
+//     and each waiter's heartbeat also announces it; else the permit's
+//     lease ends unused.
 //
 // Adopt, SetLeaseTTL and SetLimit are not followed by WAIT: a failover
 // can lose them as it could without the option (ReleaseID is a release,

@@ -24,14 +24,15 @@ import (
 // answered: a hand-off would be announced before, or without, the replica
 // having it.)
 
-// keyAckSuffix names the fifth key of a semaphore with WithReplicaAck. The
-// scripts never read or write it: its presence makes them hand the notes of
-// other processes to the caller. Only reack writes it.
+// keyAckSuffix names the fifth key of a semaphore with WithReplicaAck: its
+// presence makes the scripts hand the notes of other processes to the
+// caller. Only reack and lua/confirm.lua write it, a marker that expires,
+// so that the WAIT after them covers every earlier write.
 const keyAckSuffix = "a"
 
 // ackedScripts are the scripts that WithReplicaAck follows by WAIT: those
 // that grant, release or renew.
-var ackedScripts = map[*redis.Script]bool{scriptAcquire: true, scriptRelease: true, scriptHeartbeat: true, scriptReassert: true}
+var ackedScripts = map[*redis.Script]bool{scriptAcquire: true, scriptRelease: true, scriptHeartbeat: true, scriptReassert: true, scriptConfirm: true}
 
 // ackShortfall is the error of an acknowledged script that ran, but that
 // fewer replicas than asked acknowledged in time; reply is the script's.
@@ -175,4 +176,101 @@ func (s *Semaphore) reack(ctx context.Context) *ackShortfall {
 		return &ackShortfall{got: got, want: n}
 	}
 	return nil
+}
+
+// Bounds of announceLater's tries: from laterFirst, doubling up to
+// laterMax, for at most a third of the default lease TTL (by then the
+// waiters' heartbeats have run).
+const (
+	laterFirst = 20 * time.Millisecond
+	laterMax   = 500 * time.Millisecond
+)
+
+// announceLater announces, in the background, the grants that a script
+// made but that too few replicas acknowledged (mine for this process's
+// waiters, held for other processes'), once a later WAIT confirms them: a
+// hand-off made while a replica lagged, or before a promoted replica had
+// one of its own, then starts as soon as the replicas catch up, rather
+// than at the waiter's next heartbeat (which still heals it if these tries
+// give up). Each try checks first, where it runs, that every grant is
+// still there with its token (lua/confirm.lua): a try may reach a new
+// primary that never had it, which must not be vouched for.
+func (s *Semaphore) announceLater(mine []grantNote, held []heldNote) {
+	var args []any
+	for _, n := range mine {
+		if n.token > 0 {
+			args = append(args, n.id, n.token)
+		}
+	}
+	for _, h := range held {
+		ns, _ := parseNotes(h.payload)
+		for _, n := range ns {
+			if n.token > 0 {
+				args = append(args, n.id, n.token)
+			}
+		}
+	}
+	if len(args) == 0 {
+		return
+	}
+	b := s.b
+	b.goBackground(func() {
+		end := time.Now().Add(b.cfg.leaseTTL / 3)
+		for wait := laterFirst; ; wait = min(2*wait, laterMax) {
+			t := time.NewTimer(wait)
+			select {
+			case <-b.stop:
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), b.cfg.fault.opTimeout)
+			v, err := b.callRetry(ctx, scriptConfirm, scriptCmd(scriptConfirm, s.args5(), append([]any{s.limit, s.notify}, args...)...))
+			if err == nil {
+				s.announceConfirmed(ctx, v, mine, held)
+			}
+			cancel()
+			if err == nil || time.Now().Add(wait).After(end) {
+				return
+			}
+		}
+	})
+}
+
+// args5 is s's keys with the fifth (WithReplicaAck's).
+func (s *Semaphore) args5() []string {
+	return append(s.keys[:len(s.keys):len(s.keys)], s.keys[0][:len(s.keys[0])-1]+keyAckSuffix)
+}
+
+// announceConfirmed delivers and publishes the grants among mine and held
+// whose ids confirm.lua returned (v).
+func (s *Semaphore) announceConfirmed(ctx context.Context, v []any, mine []grantNote, held []heldNote) {
+	ok := make(map[string]bool, len(v))
+	for _, x := range v {
+		if id, _ := x.(string); id != "" {
+			ok[id] = true
+		}
+	}
+	var deliver []grantNote
+	for _, n := range mine {
+		if ok[n.id] {
+			deliver = append(deliver, n)
+		}
+	}
+	s.b.deliver(deliver)
+	var pub []heldNote
+	for _, h := range held {
+		var keep []string
+		for _, part := range strings.Split(h.payload, ",") {
+			if id, _, _ := strings.Cut(part, ":"); ok[id] {
+				keep = append(keep, part)
+			}
+		}
+		if len(keep) > 0 {
+			pub = append(pub, heldNote{ch: h.ch, payload: strings.Join(keep, ",")})
+		}
+	}
+	if len(pub) > 0 {
+		s.publishHeld(ctx, pub)
+	}
 }

@@ -114,8 +114,8 @@ func (s *Semaphore) runScript(ctx context.Context, sc *redis.Script, gated bool,
 			s.publishHeld(ctx, r.held)
 		}
 	} else {
-		// Not announced: a waiter learns of its grant at a heartbeat that
-		// the replicas acknowledge.
+		// Not announced until the replicas have them (redis_ack.go).
+		s.announceLater(r.notes, r.held)
 		r.notes, r.held = nil, nil
 	}
 	if r.limit > 0 {

@@ -54,6 +54,8 @@ var (
 	luaInspect string
 	//go:embed lua/reassert.lua
 	luaReassert string
+	//go:embed lua/confirm.lua
+	luaConfirm string
 
 	luaMacros = parseMacros(luaInline)
 
@@ -64,6 +66,7 @@ var (
 	scriptSetLimit  = redis.NewScript(scriptSource("", luaSetLimit))
 	scriptStats     = redis.NewScript(scriptSource("", luaStats))
 	scriptReassert  = redis.NewScript(scriptSource("", luaReassert))
+	scriptConfirm   = redis.NewScript(luaConfirm)                              // WithReplicaAck's (redis_ack.go): not on the prelude
 	scriptInspect   = redis.NewScript(inline(luaConst + luaHead + luaInspect)) // read-only: not on the prelude
 )
 

@@ -30,9 +30,10 @@
 --   3 W  zset: the queue: member '<weight>:<ttl_ms>:<#chan>:<chan><id>'
 --        -> arrival sequence; a grant pops the head with everything it needs
 --   4 P  string: the limit pinned by SetLimit (never expires)
---   5 A  only with WithReplicaAck: no script reads or writes it; that it is
---        given makes PUBLISH_NOTES hand the notes of other processes to the
---        caller, which publishes them once WAIT confirmed the write
+--   5 A  only with WithReplicaAck: that it is given makes PUBLISH_NOTES hand
+--        the notes of other processes to the caller, which publishes them
+--        once WAIT confirmed the write; only confirm.lua and the caller's
+--        re-acknowledgement write it (a marker that expires in 1s)
 -- Invariants: T holds exactly the ids that have a field '#'..id, and
 -- hn + qn + xn of them; W holds the members of the waiters, qn of them. T
 -- and W also hold a sentinel member '' scored 2^53, so they never empty:
