@@ -183,3 +183,56 @@ func TestReplicaAckHandOffWaitsForReplica(t *testing.T) {
 		t.Fatal("the waiter was not granted after the replica came back")
 	}
 }
+
+// A hand-off that WAIT did not confirm is announced as soon as a later WAIT
+// does (the releasing process tries again), well before the waiter's
+// heartbeat (a third of its 30 s lease) would.
+func TestReplicaAckHandOffAnnouncedOnceReplicaCatchesUp(t *testing.T) {
+	_, replica, mc, _ := replicaPair(t)
+	opts := []redissem.Option{redissem.WithReplicaAck(1, 100*time.Millisecond), redissem.WithDefaultLeaseTTL(30 * time.Second)}
+	c2 := redis.NewClient(&redis.Options{Addr: mc.Options().Addr})
+	defer c2.Close()
+	a := redissem.New(mc, "ack-later", 1, opts...)
+	defer a.Close()
+	b := redissem.New(c2, "ack-later", 1, opts...)
+	defer b.Close()
+	ctx := context.Background()
+	p, err := a.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		actx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		q, err := b.Acquire(actx)
+		if err == nil {
+			err = q.Release(ctx)
+		}
+		got <- err
+	}()
+	testwait.Until(t, 5*time.Second, "the second Acquire did not queue", func() bool {
+		st, err := a.Stats(ctx)
+		return err == nil && st.Waiting == 1
+	})
+	replica.Pause()
+	if err := p.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select { // an observation window, not a synchronisation
+	case err := <-got:
+		t.Fatalf("the waiter was granted (%v) while the replica was stalled", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	replica.Resume()
+	resumed := time.Now()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("granted %v after the replica came back", time.Since(resumed))
+	case <-time.After(5 * time.Second):
+		t.Fatal("the hand-off was not announced within 5s of the replica coming back (the heartbeat is 10s away)")
+	}
+}
