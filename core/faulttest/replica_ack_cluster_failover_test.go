@@ -3,6 +3,7 @@ package faulttest
 import (
 	"context"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -36,7 +37,9 @@ func staleReplicaPromotedCluster(t *testing.T, ack bool) {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	const name = "stale-replica"
-	admin := redis.NewClusterClient(&redis.ClusterOptions{Addrs: set.Addrs})
+	// Each client its own copy of the seed addresses: go-redis appends the
+	// addresses it learns (the proxy's) to that slice, in place.
+	admin := redis.NewClusterClient(&redis.ClusterOptions{Addrs: slices.Clone(set.Addrs)})
 	defer admin.Close()
 	own := -1
 	testwait.Until(t, 20*time.Second, "the slot map names a master of the semaphore", func() bool {
@@ -92,7 +95,7 @@ func staleReplicaPromotedCluster(t *testing.T, ack bool) {
 	const limit, procs, per = 4, 2, 4
 	h := newHolds()
 	for range procs {
-		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: set.Addrs})
+		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: slices.Clone(set.Addrs)})
 		opts := []redissem.Option{redissem.WithKeyPrefix("sr:"), redissem.WithDefaultLeaseTTL(10 * time.Second)}
 		if ack {
 			opts = append(opts, redissem.WithReplicaAck(1, 100*time.Millisecond))
