@@ -268,6 +268,9 @@ func openBackend(c config) (backend, func(), error) {
 			// share a semaphore.
 			opts[0] = redissem.WithKeyPrefix("bench-leased:")
 		}
+		if c.ack > 0 {
+			opts = append(opts, redissem.WithReplicaAck(c.ack, c.ackWait)) // the leased mode refuses it
+		}
 		switch {
 		case len(keys) == 1 && leased:
 			s := redissem.NewLeased(client, c.name, c.limit, opts...)

@@ -19,7 +19,8 @@
 // (golang.org/x/sync/semaphore), which are per process and need -procs 1. See backends.go for each peer's settings.
 //
 // With -sems N each acquire picks one of N semaphores at random (distsem
-// uses redissem.NewKeyed); -cluster a,b,c runs on a Redis Cluster.
+// uses redissem.NewKeyed); -cluster a,b,c runs on a Redis Cluster;
+// -replica-ack n makes distsem wait for n replicas (redissem.WithReplicaAck).
 //
 //	go run ./load idlemem -backend distsem -redis ADDR -n 1000
 //
@@ -73,6 +74,8 @@ type config struct {
 	sems     int
 	flows    int // -flows: distsem names one of this many flows per acquire
 	cluster  string
+	ack      int           // -replica-ack: redissem.WithReplicaAck's n, 0 off
+	ackWait  time.Duration // -replica-ack-timeout
 
 	// Child mode.
 	childIndex int
@@ -121,6 +124,8 @@ func main() {
 	flag.IntVar(&c.sems, "sems", 1, "distinct semaphores; each acquire picks one at random")
 	flag.IntVar(&c.flows, "flows", 0, "distsem: each acquire names one of this many flows (core.WithFlow), in turn; 0: none")
 	flag.StringVar(&c.cluster, "cluster", "", "comma-separated Redis Cluster addresses (loopback only) instead of -redis")
+	flag.IntVar(&c.ack, "replica-ack", 0, "distsem: redissem.WithReplicaAck(n, -replica-ack-timeout) with this n (0: off)")
+	flag.DurationVar(&c.ackWait, "replica-ack-timeout", 500*time.Millisecond, "distsem: the timeout of -replica-ack")
 	flag.IntVar(&c.childIndex, "child-index", -1, "internal: run as worker process i")
 	flag.IntVar(&c.childGors, "child-gors", 0, "internal: goroutines of this worker process")
 	flag.StringVar(&c.childOut, "child-out", "", "internal: timeline file of this worker process")
@@ -396,5 +401,6 @@ func childFlags(c config) []string {
 		"-duration", c.duration.String(), "-lease", c.lease.String(), "-pool", strconv.Itoa(c.pool),
 		"-warmup", c.warmup.String(), "-cooldown", c.cooldown.String(),
 		"-sems", strconv.Itoa(c.sems), "-cluster", c.cluster, "-flows", strconv.Itoa(c.flows),
+		"-replica-ack", strconv.Itoa(c.ack), "-replica-ack-timeout", c.ackWait.String(),
 	}
 }

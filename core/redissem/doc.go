@@ -42,9 +42,9 @@
 // The semaphore takes the go-redis client you give it, with its pool, AUTH
 // and TLS. The minimum Redis ACL, the Redis versions needed (7.0 on
 // Cluster), and the settings for failover (WithDefaultLeaseTTL,
-// WithOperationTimeout, WithCircuitBreaker, WithOutageGrace,
-// WithFailurePolicy, and for a quorum WithMasterTimeout and
-// WithClockDrift) are in
+// WithReplicaAck, WithOperationTimeout, WithCircuitBreaker,
+// WithOutageGrace, WithFailurePolicy, and for a quorum WithMasterTimeout
+// and WithClockDrift) are in
 // https://github.com/distsem/distsem/blob/main/docs/OPERATIONS.md. Every
 // key of a semaphore carries the hash tag {name}, so it lives in one
 // Cluster slot, and expires a minute after its last lease or waiter unless

@@ -18,11 +18,15 @@ type holder struct {
 	id      string       // the holder's member in Redis
 	weight  int64
 	token   int64
-	ttl     int64         // lease in milliseconds; SetLeaseTTL stores it atomically under b.mu
-	grantUS int64         // Redis TIME of the grant, microseconds
-	level   int           // the priority level it was granted at (core.WithLevel)
-	queueUS int64         // Redis TIME at which the request queued; 0 if it did not
-	lost    chan struct{} // closed when the lease could not be kept
+	ttl     int64 // lease in milliseconds; SetLeaseTTL stores it atomically under b.mu
+	grantUS int64 // Redis TIME of the grant, microseconds
+	level   int   // the priority level it was granted at (core.WithLevel)
+	queueUS int64 // Redis TIME at which the request queued; 0 if it did not
+	// endUS is the lease's end in Redis TIME (µs) as last granted or
+	// renewed, 0 if unknown; guarded by b.mu. A re-assertion after a
+	// failover makes the holder again only until then (redis_reassert.go).
+	endUS int64
+	lost  chan struct{} // closed when the lease could not be kept
 	// ctx is the acquiring call's, whose values (not its cancellation:
 	// lostCtx) EventLost carries; nil for an adopted permit.
 	ctx context.Context
@@ -39,6 +43,9 @@ func lostCtx(ctx context.Context) context.Context {
 // newHolder returns the holder of a grant and the permit made around it.
 func (s *Semaphore) newHolder(id string, weight, token int64, ttl time.Duration, grantUS int64) *holder {
 	h := &holder{s: s, id: id, weight: weight, token: token, ttl: ttl.Milliseconds(), grantUS: grantUS, lost: make(chan struct{})}
+	if grantUS != 0 {
+		h.endUS = grantUS + ttl.Microseconds()
+	}
 	g := core.Grant{Weight: weight, Token: token, Lost: h.lost, ID: id}
 	if grantUS != 0 {
 		g.GrantedAt = time.UnixMicro(grantUS)

@@ -152,7 +152,7 @@ var keyedRecords sync.Map // *core.Keyed -> *keyedRecord
 // each key, for KeyedRedis.
 func NewKeyedRecorded(client redis.UniversalClient, name string, defaultLimit int64, opts ...Option) *core.Keyed {
 	rec := &keyedRecord{sems: make(map[string]*Semaphore)}
-	k := newKeyed("NewKeyed", takesKeyed|takesFair, client, name, defaultLimit, opts, func(s *Semaphore) core.LimitSemaphore {
+	k := newKeyed("NewKeyed", takesKeyed|takesFair|takesAck, client, name, defaultLimit, opts, func(s *Semaphore) core.LimitSemaphore {
 		rec.mu.Lock()
 		rec.sems[s.label] = s
 		rec.mu.Unlock()

@@ -52,6 +52,13 @@ func TestConstructorsRefuseOptionsTheyCannotHonour(t *testing.T) {
 		{"NewKeyed WithFairness weight 0", "redissem: ", "NewKeyed: WithFairness: core: invalid argument: weight 0", func() {
 			redissem.NewKeyed(c, "s", 1, redissem.WithFairness(core.Fairness{Weights: map[string]int64{"a": 0}}))
 		}},
+		{"NewLeased WithReplicaAck", "redissem: ", "NewLeased does not take WithReplicaAck", func() { redissem.NewLeased(c, "s", 1, redissem.WithReplicaAck(1, time.Millisecond)) }},
+		{"NewLeasedKeyed WithReplicaAck", "redissem: ", "NewLeasedKeyed does not take WithReplicaAck", func() { redissem.NewLeasedKeyed(c, "s", 1, redissem.WithReplicaAck(1, time.Millisecond)) }},
+		{"NewQuorum WithReplicaAck", "redissem: ", "NewQuorum does not take WithReplicaAck", func() { redissem.NewQuorum(clients, "s", 1, redissem.WithReplicaAck(1, time.Millisecond)) }},
+		{"NewAllOf WithReplicaAck", "redissem: ", "NewAllOf does not take WithReplicaAck", func() { redissem.NewAllOf(clients, "s", 1, redissem.WithReplicaAck(1, time.Millisecond)) }},
+		{"New WithReplicaAck no replica", "redissem: ", "New: WithReplicaAck: replicas must be at least 1, got 0", func() { redissem.New(c, "s", 1, redissem.WithReplicaAck(0, time.Millisecond)) }},
+		{"NewKeyed WithReplicaAck no timeout", "redissem: ", "NewKeyed: WithReplicaAck: timeout must be positive, got 0s", func() { redissem.NewKeyed(c, "s", 1, redissem.WithReplicaAck(1, 0)) }},
+		{"New WithReplicaAck timeout too long", "redissem: ", "New: WithReplicaAck: timeout 1s must be below the operation timeout 1s", func() { redissem.New(c, "s", 1, redissem.WithReplicaAck(1, time.Second)) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			defer func() {
@@ -77,10 +84,10 @@ func TestConstructorsRefuseOptionsTheyCannotHonour(t *testing.T) {
 	quorum := append(slices.Clone(common), redissem.WithClockDrift(time.Millisecond), redissem.WithMasterTimeout(time.Second))
 	fairness := redissem.WithFairness(core.Fairness{Reserves: []int64{0, 1}, Weights: map[string]int64{"a": 2}})
 	for _, s := range []interface{ Close() error }{
-		redissem.New(c, "s", 1, append(slices.Clone(common), fairness)...),
+		redissem.New(c, "s", 1, append(slices.Clone(common), fairness, redissem.WithReplicaAck(1, 100*time.Millisecond))...),
 		redissem.NewKeyed(c, "s", 1, append(slices.Clone(keyed), fairness)...),
 		redissem.NewLeased(c, "s", 1, common...),
-		redissem.NewKeyed(c, "s", 1, keyed...),
+		redissem.NewKeyed(c, "s", 1, append(slices.Clone(keyed), redissem.WithReplicaAck(2, 100*time.Millisecond))...),
 		redissem.NewLeasedKeyed(c, "s", 1, keyed...),
 		redissem.NewQuorum(clients, "s", 1, quorum...),
 		redissem.NewAllOf(clients, "s", 1, quorum...),

@@ -11,10 +11,10 @@ import (
 // constructor takes every option but these: only NewKeyed and
 // NewLeasedKeyed take WithLimits and WithMaxIdleKeys, only NewQuorum
 // and NewAllOf take WithClockDrift and WithMasterTimeout, and only New and
-// NewKeyed take WithFairness; a constructor
-// given an option it cannot honour panics with a message naming it, as it
-// does on a nil Option or a bad value (a key prefix with '{' or '}', a
-// lease TTL below 100ms, a negative duration).
+// NewKeyed take WithFairness and WithReplicaAck; a constructor given an
+// option it cannot honour panics with a message naming it, as it does on
+// a nil Option or a bad value (a key prefix with '{' or '}', a lease TTL
+// below 100ms, a negative duration).
 type Option func(*config)
 
 type config struct {
@@ -33,6 +33,7 @@ type config struct {
 	quorumDrift  time.Duration // WithClockDrift; 0: by lease (clockDrift)
 	quorumAnswer time.Duration // WithMasterTimeout; 0: by lease (masterTimeout)
 	quorumOpts   bool          // one of the two was given
+	ack          ackConfig     // WithReplicaAck (options_ack.go)
 
 	fair    core.Fairness // WithFairness (redis_fair.go)
 	fairSet bool
@@ -63,6 +64,7 @@ const (
 	takesKeyed  takes = 1 << iota // WithLimits, WithMaxIdleKeys
 	takesQuorum                   // WithClockDrift, WithMasterTimeout
 	takesFair                     // WithFairness
+	takesAck                      // WithReplicaAck
 )
 
 // buildConfig applies opts and validates the result. It panics, naming
@@ -97,6 +99,7 @@ func buildConfig(ctor string, t takes, opts []Option) config {
 		}
 	}
 	c.resolveDefaults()
+	c.checkAck(ctor, t)
 	return c
 }
 

@@ -50,7 +50,7 @@ var _ core.Semaphore = (*Semaphore)(nil)
 // notes whether the latest dial failed, so that an operation timeout names
 // a refused connection (see WithOperationTimeout).
 func New(client redis.UniversalClient, name string, limit int64, opts ...Option) *Semaphore {
-	cfg := buildConfig("New", takesFair, opts)
+	cfg := buildConfig("New", takesFair|takesAck, opts)
 	checkName("New", name)
 	checkLimit("New: limit", limit)
 	checkFairness("New", cfg, limit)
@@ -70,7 +70,7 @@ func New(client redis.UniversalClient, name string, limit int64, opts ...Option)
 // address another keyed semaphore's key or a New semaphore, whatever the
 // key.
 func NewKeyed(client redis.UniversalClient, name string, defaultLimit int64, opts ...Option) *core.Keyed {
-	return newKeyed("NewKeyed", takesKeyed|takesFair, client, name, defaultLimit, opts, func(s *Semaphore) core.LimitSemaphore { return s })
+	return newKeyed("NewKeyed", takesKeyed|takesFair|takesAck, client, name, defaultLimit, opts, func(s *Semaphore) core.LimitSemaphore { return s })
 }
 
 // newKeyed makes ctor's keyed semaphore: each key's semaphore is the

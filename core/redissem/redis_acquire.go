@@ -35,6 +35,9 @@ func (s *Semaphore) take(ctx context.Context, try bool, a acquireSpec) (*holder,
 	if s.b.isClosed() {
 		return nil, core.ErrClosed
 	}
+	if s.b.regate.wait(ctx) != nil {
+		return nil, ctxError(ctx, s.name)
+	}
 	if try {
 		id := s.b.newID(a.note != "")
 		r, err := s.runAcquire(ctx, id, a, true)
@@ -179,6 +182,11 @@ func (s *Semaphore) runAcquire(ctx context.Context, id string, a acquireSpec, tr
 		} else {
 			r, err = s.run(ctx, scriptAcquire, s.limit, id, a.weight, s.b.leaseArg(a.ttl), tryArg, deadline, s.probe(try), a.note, owner)
 		}
+		if errors.Is(err, ErrReplicaAck) && r.code != codeGranted {
+			// Nothing granted to give back: a queued waiter's heartbeats
+			// keep it queued, and its grant is announced once acknowledged.
+			err = nil
+		}
 		if err == nil && owner != "" && (r.code == codeGranted || r.code == codeQueued) {
 			s.ownerStored(sent, 2*a.ttl)
 		}
@@ -186,6 +194,8 @@ func (s *Semaphore) runAcquire(ctx context.Context, id string, a acquireSpec, tr
 			s.probeAt.Store(0) // the next one probes again
 		}
 		if err != nil {
+			// A grant that the replicas did not acknowledge is given back
+			// too (WithReplicaAck).
 			if !neverSent(err) {
 				s.leave(ctx, id, a.ttl)
 			}

@@ -196,6 +196,7 @@ func (s *Semaphore) setLease(ctx context.Context, p *holder, ttl time.Duration) 
 		if tracked(t, p) {
 			if err == nil && r.code == codeGranted {
 				t.held[p] = sent.Add(ttl)
+				p.endUS = r.nowUS + ttl.Microseconds()
 			}
 			t.nextBeat = time.Time{}
 			b.poke()

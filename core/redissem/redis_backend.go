@@ -34,6 +34,7 @@ type redisBackend struct {
 	rightsOK    atomic.Bool    // the user's rights were checked (redis_rights.go)
 	ttlArgs     ttlArgs        // the default lease's arguments, boxed once (redis_run.go)
 	hooks       *testHooks     // nil but in tests (redis_follow.go)
+	regate      gate           // shut while holders are re-asserted after a switch (redis_reassert.go)
 
 	mu     sync.Mutex
 	pubsub *sub // nil until the first wait subscribes
@@ -185,6 +186,10 @@ func (b *redisBackend) semaphore(name string, limit int64, owned bool) *Semaphor
 		s.notify = b.cfg.prefix + "notify:{" + name + "}:" + strings.TrimPrefix(b.channel, b.cfg.prefix+"notify:")
 	}
 	s.args = newEvalArgs(s.keys, s.notify)
+	if b.cfg.ack.n > 0 {
+		// The scripts hand the notes of other processes to the caller.
+		s.args = newEvalArgs(append(s.keys[:len(s.keys):len(s.keys)], tag+keyAckSuffix), s.notify)
+	}
 	s.fallback = newFallback(name, b.cfg)
 	return s
 }

@@ -51,7 +51,7 @@ var shas = func() map[*redis.Script]any {
 	m := make(map[*redis.Script]any)
 	for _, sc := range []*redis.Script{scriptRights, scriptAcquire, scriptRelease,
 		scriptHeartbeat, scriptSetLimit, scriptStats, scriptSetFair, scriptAdopt, scriptSetLease,
-		scriptShare, scriptQuorumFloor, scriptPing, scriptInspect, scriptInspectShares} {
+		scriptShare, scriptQuorumFloor, scriptPing, scriptInspect, scriptInspectShares, scriptReassert, scriptConfirm} {
 		m[sc] = sc.Hash()
 	}
 	return m

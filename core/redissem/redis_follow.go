@@ -37,8 +37,10 @@ const reloadEvery = 250 * time.Millisecond
 // resubscribe makes a fresh subscription in the background and then closes
 // old (nil: whatever subscription is current), unless one was made less
 // than resubEvery ago, one is being made, or old is no longer current.
-// Grants published meanwhile are healed by an immediate heartbeat, and the
-// releases of the last lease are run again (at most every replayEvery).
+// Grants published meanwhile are healed by an immediate heartbeat, the
+// releases of the last lease are run again (at most every replayEvery), and
+// the permits this process holds are re-asserted (redis_reassert.go), new
+// grants in this process waiting meanwhile.
 func (b *redisBackend) resubscribe(old *sub) {
 	b.mu.Lock()
 	cur := b.pubsub
@@ -54,6 +56,11 @@ func (b *redisBackend) resubscribe(old *sub) {
 		defer b.wg.Done()
 		if h := b.hooks; h != nil && h.resubscribed != nil {
 			defer h.resubscribed()
+		}
+		if b.holding() {
+			// The primary may have changed: new grants wait for this
+			// process's holders to be re-asserted (redis_reassert.go).
+			defer b.regate.shut()()
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), b.cfg.fault.opTimeout)
 		defer cancel()
@@ -83,6 +90,7 @@ func (b *redisBackend) resubscribe(old *sub) {
 		b.mu.Unlock()
 		b.takeOver(ctx, cur, ps, late)
 		b.replayReleases()
+		b.reassertAll()
 	}()
 }
 

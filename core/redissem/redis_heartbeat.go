@@ -155,6 +155,9 @@ func (b *redisBackend) heartbeatOnce(s *Semaphore, held []*holder, waiting []*re
 	if err == nil && b.cfg.owner != "" {
 		s.ownerStored(sent, keep)
 	}
+	if err == nil && len(r.lost) > 0 {
+		r.lost = s.reassertLost(held, r.lost)
+	}
 
 	lost := make(map[string]bool, len(r.lost))
 	for _, id := range r.lost {
@@ -175,6 +178,7 @@ func (b *redisBackend) heartbeatOnce(s *Semaphore, held []*holder, waiting []*re
 			continue // released meanwhile
 		case err == nil && !lost[p.id]:
 			t.held[p] = sent.Add(time.Duration(p.ttl) * time.Millisecond)
+			p.endUS = r.nowUS + p.ttl*1000
 		case err == nil || now.After(end):
 			delete(t.held, p)
 			close(p.lost)

@@ -73,6 +73,12 @@ func (s *Semaphore) runScript(ctx context.Context, sc *redis.Script, gated bool,
 		cmd = append(cmd, args...)
 		v, err = b.callRetry(sctx, sc, cmd)
 	}
+	// WithReplicaAck: the script ran, unacknowledged (a type assertion:
+	// errors.As would make short escape, an allocation per call).
+	short, _ := err.(*ackShortfall)
+	if short != nil {
+		v, err = short.reply, nil
+	}
 	recv := time.Now()
 	o := outcomeOK
 	if err != nil {
@@ -94,7 +100,24 @@ func (s *Semaphore) runScript(ctx context.Context, sc *redis.Script, gated bool,
 	b.migration.settled()
 	r, err := parseReply(v)
 	s.clock.learn(sent, recv, r.nowUS)
-	b.deliver(r.notes)
+	// WAIT covered what this connection wrote; a re-run, or a heartbeat
+	// that only reports grants that other scripts made, may have written
+	// nothing (WithReplicaAck).
+	if short == nil && b.cfg.ack.n > 0 && ackedScripts[sc] && (r.again || sc == scriptHeartbeat && len(r.notes) > 0) {
+		if short = s.reack(ctx); short != nil {
+			short.reply = v
+		}
+	}
+	if short == nil {
+		b.deliver(r.notes)
+		if len(r.held) > 0 {
+			s.publishHeld(ctx, r.held)
+		}
+	} else {
+		// Not announced until the replicas have them (redis_ack.go).
+		s.announceLater(r.notes, r.held)
+		r.notes, r.held = nil, nil
+	}
 	if r.limit > 0 {
 		s.seen.Store(r.limit)
 	}
@@ -106,6 +129,9 @@ func (s *Semaphore) runScript(ctx context.Context, sc *redis.Script, gated bool,
 	}
 	if r.lone {
 		s.ownerEnd.Store(0) // the next acquire stores the owner record again
+	}
+	if err == nil && short != nil {
+		err = s.unacked(sc, short)
 	}
 	return r, err
 }
@@ -209,7 +235,7 @@ func cancellable(ctx context.Context) bool {
 // timeouts (see Semaphore.Close).
 func (b *redisBackend) callScript(parent, ctx context.Context, sc *redis.Script, cmd []any) ([]any, error) {
 	if b.ctxHonoured && !cancellable(parent) {
-		return evalSHA(ctx, b.client, sc, cmd).Slice()
+		return b.eval(ctx, sc, cmd).Slice()
 	}
 	done := donePool.Get().(chan *redis.Cmd)
 	b.startScript(ctx, sc, cmd, done)
@@ -229,7 +255,7 @@ func (b *redisBackend) startScript(ctx context.Context, sc *redis.Script, cmd []
 	b.trips.add()
 	go func() {
 		defer b.trips.done()
-		done <- evalSHA(ctx, b.client, sc, cmd)
+		done <- b.eval(ctx, sc, cmd)
 	}()
 }
 

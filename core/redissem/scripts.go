@@ -56,6 +56,10 @@ var (
 	luaRights string
 	//go:embed lua/inspect.lua
 	luaInspect string
+	//go:embed lua/reassert.lua
+	luaReassert string
+	//go:embed lua/confirm.lua
+	luaConfirm string
 
 	luaMacros = parseMacros(luaInline)
 
@@ -66,6 +70,8 @@ var (
 	scriptSetLimit  = redis.NewScript(scriptSource("", luaSetLimit))
 	scriptStats     = redis.NewScript(scriptSource("", luaStats))
 	scriptSetFair   = redis.NewScript(scriptSource("", luaSetFair))
+	scriptReassert  = redis.NewScript(scriptSource("", luaReassert))
+	scriptConfirm   = redis.NewScript(luaConfirm)                              // WithReplicaAck's (redis_ack.go): not on the prelude
 	scriptInspect   = redis.NewScript(inline(luaConst + luaHead + luaInspect)) // read-only: not on the prelude
 )
 
@@ -90,7 +96,8 @@ type reply struct {
 	lone                      bool // the state was made afresh: this process has no owner record there
 	lost                      []string
 	notes                     []grantNote
-	levels                    []any // stats.lua's levels (redis_fair.go)
+	levels                    []any      // stats.lua's levels (redis_fair.go)
+	held                      []heldNote // notes to publish once acknowledged (WithReplicaAck)
 }
 
 // The codes of the scripts' replies: reply.code of acquire.lua and
@@ -156,6 +163,12 @@ func parseReply(v []any) (reply, error) {
 	}
 	for _, n := range notes {
 		s, _ := n.(string)
+		if strings.HasPrefix(s, ">") {
+			if h, ok := parseHeld(s); ok {
+				r.held = append(r.held, h)
+				continue
+			}
+		}
 		g, err := parseNote(s)
 		if err != nil {
 			return r, err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,11 +21,33 @@ type SentinelSet struct {
 	procs  []*redisProc
 }
 
+// SentinelOption changes the set that StartSentinel starts.
+type SentinelOption func(*sentinelConfig)
+
+type sentinelConfig struct {
+	link            func(master string) string
+	failoverTimeout time.Duration
+}
+
+// WithReplicaLink makes the replica replicate from link(master), the
+// address of something in front of the master (a fault proxy that can
+// freeze replication), instead of from the master itself. The sentinels'
+// failover-timeout is then a minute: within it they leave alone a replica
+// that names another master than theirs (past it they would point it at
+// the master, around the proxy).
+func WithReplicaLink(link func(master string) string) SentinelOption {
+	return func(c *sentinelConfig) { c.link, c.failoverTimeout = link, time.Minute }
+}
+
 // StartSentinel starts a private Sentinel set, ready to fail over, and
 // stops it when the test ends. It skips (or, with CI set, fails) the test
 // when redis-server or redis-sentinel is not installed.
-func StartSentinel(tb testing.TB) *SentinelSet {
+func StartSentinel(tb testing.TB, opts ...SentinelOption) *SentinelSet {
 	tb.Helper()
+	cfg := sentinelConfig{failoverTimeout: 5 * time.Second}
+	for _, o := range opts {
+		o(&cfg)
+	}
 	s := &SentinelSet{Master: sentinelMaster}
 	tb.Cleanup(func() {
 		for _, p := range s.procs {
@@ -36,14 +59,19 @@ func StartSentinel(tb testing.TB) *SentinelSet {
 		unavailable(tb, "redis-server", err)
 	}
 	s.procs = append(s.procs, master)
-	replica, err := startRedisProc(false, "--replicaof", "127.0.0.1", strconv.Itoa(master.port))
+	from := master.addr()
+	if cfg.link != nil {
+		from = cfg.link(from)
+	}
+	host, port, _ := strings.Cut(from, ":")
+	replica, err := startRedisProc(false, "--replicaof", host, port)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	s.procs = append(s.procs, replica)
 	conf := fmt.Sprintf("sentinel monitor %[1]s 127.0.0.1 %[2]d 2\n"+
 		"sentinel down-after-milliseconds %[1]s 1000\n"+
-		"sentinel failover-timeout %[1]s 5000\n", sentinelMaster, master.port)
+		"sentinel failover-timeout %[1]s %[3]d\n", sentinelMaster, master.port, cfg.failoverTimeout.Milliseconds())
 	var sentinels []*redisProc
 	for range 3 {
 		p, err := startRedisBin("redis-sentinel", conf, false)
@@ -165,6 +193,21 @@ func StartCluster(tb testing.TB, masters, replicas int) *ClusterSet {
 		tb.Fatalf("servertest: cluster not ok: %v", err)
 	}
 	return c
+}
+
+// Pause stops the node at addr with SIGSTOP (a stalled node that keeps its
+// connections open), until Resume.
+func (c *ClusterSet) Pause(addr string) { c.signal(addr, syscall.SIGSTOP) }
+
+// Resume lets a paused node go on (SIGCONT).
+func (c *ClusterSet) Resume(addr string) { c.signal(addr, syscall.SIGCONT) }
+
+func (c *ClusterSet) signal(addr string, sig syscall.Signal) {
+	for _, p := range c.procs {
+		if p.addr() == addr && p.p != nil {
+			_ = p.p.signal(sig)
+		}
+	}
 }
 
 // Kill kills the node at addr with SIGKILL.

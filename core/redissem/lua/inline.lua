@@ -129,9 +129,20 @@ local function ADD_NOTE(notes, ch, id, tk, at)
 end
 
 -- Publishes the notes of other processes than mychan's; mine is set to
--- those of mychan, if any.
+-- those of mychan, if any. With a seventh key (WithReplicaAck) it publishes
+-- nothing: the other processes' notes are added to mine, one string
+-- '>'..channel..'\n'..notes per channel, for the caller to publish once
+-- the replicas have the grants.
 local function PUBLISH_NOTES(notes, mychan, mine)
+  local held_ = false
   for ch_, l_ in pairs(notes) do
-    if ch_ == mychan then mine = l_ else PUBLISH(ch_, table.concat(l_, ',')) end
+    if ch_ == mychan then mine = l_
+    elseif KEYS[7] then
+      held_ = held_ or {}
+      held_[#held_ + 1] = '>' .. ch_ .. '\n' .. table.concat(l_, ',')
+    else PUBLISH(ch_, table.concat(l_, ',')) end
+  end
+  if held_ then
+    for i_ = 1, #held_ do mine[#mine + 1] = held_[i_] end
   end
 end

@@ -33,6 +33,10 @@
 --   5 Q  zset: the queues of the flows and levels (lib_fair.lua), and S's
 --        counter fw, the number of their waiters
 --   6 R  string: the Fairness pinned by SetFairness (never expires)
+--   7 A  only with WithReplicaAck: that it is given makes PUBLISH_NOTES hand
+--        the notes of other processes to the caller, which publishes them
+--        once WAIT confirmed the write; only confirm.lua and the caller's
+--        re-acknowledgement write it (a marker that expires in 1s)
 -- Invariants: T holds exactly the ids that have a field '#'..id, and
 -- hn + qn + xn of them; W holds the members of the waiters, qn of them. T
 -- and W also hold a sentinel member '' scored 2^53, so they never empty:

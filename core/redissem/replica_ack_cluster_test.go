@@ -1,0 +1,87 @@
+package redissem_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/distsem/distsem/core/redissem"
+	"github.com/distsem/distsem/internal/servertest"
+	"github.com/distsem/distsem/internal/testwait"
+)
+
+// On Cluster, WAIT goes to the master of the semaphore's slot: a grant is
+// on that master's replica when Acquire returns, a stalled replica of the
+// other master does not matter, and a stalled replica of its own master
+// makes the grant fail with ErrReplicaAck.
+func TestReplicaAckCluster(t *testing.T) {
+	set := servertest.StartCluster(t, 2, 1) // masters Addrs[0:2], replica i of master i
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: set.Addrs})
+	defer cc.Close()
+	ctx := context.Background()
+	const name = "ack-cluster"
+	var own int // the index of the master of name's slot
+	testwait.Until(t, 20*time.Second, "the slot map names one of the two masters", func() bool {
+		m, err := cc.MasterForKey(ctx, "{"+name+"}")
+		if err != nil {
+			return false
+		}
+		for i, a := range set.Addrs[:2] {
+			if m.Options().Addr == a {
+				own = i
+				return true
+			}
+		}
+		return false
+	})
+	replica := redis.NewClient(&redis.Options{Addr: set.Addrs[2+own], OnConnect: func(ctx context.Context, cn *redis.Conn) error {
+		return cn.ReadOnly(ctx).Err()
+	}})
+	defer replica.Close()
+	// The replicas acknowledge writes once they are online.
+	testwait.Until(t, 20*time.Second, "the replicas did not acknowledge writes", func() bool {
+		for _, a := range set.Addrs[:2] {
+			c := redis.NewClient(&redis.Options{Addr: a})
+			p := c.Pipeline()
+			p.Incr(ctx, "{"+name+"}ready") // MOVED on the other master: no matter
+			w := p.Do(ctx, "wait", 1, 100)
+			_, _ = p.Exec(ctx)
+			c.Close()
+			if n, _ := w.Int(); n != 1 {
+				return false
+			}
+		}
+		return true
+	})
+	sem := redissem.New(cc, name, 1, redissem.WithReplicaAck(1, time.Second), redissem.WithOperationTimeout(5*time.Second))
+	defer sem.Close()
+	// The slot map and the scripts loaded before a node stalls (a stalled
+	// node asked for the slot map would stall the client, not WAIT).
+	w, err := sem.TryAcquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	set.Pause(set.Addrs[2+1-own]) // the other master's replica
+	p, err := sem.TryAcquire(ctx)
+	set.Resume(set.Addrs[2+1-own])
+	if err != nil {
+		t.Fatalf("Acquire with the other master's replica stalled: %v", err)
+	}
+	if v, err := replica.HGet(ctx, "distsem:{"+name+"}:m", "used").Result(); err != nil || v != "1" {
+		t.Fatalf("the slot's replica has used %q (%v) when Acquire returned, want 1", v, err)
+	}
+	if err := p.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	set.Pause(set.Addrs[2+own])
+	defer set.Resume(set.Addrs[2+own])
+	if _, err := sem.TryAcquire(ctx); !errors.Is(err, redissem.ErrReplicaAck) {
+		t.Fatalf("Acquire with the slot's replica stalled: %v, want ErrReplicaAck", err)
+	}
+}
