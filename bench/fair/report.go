@@ -42,6 +42,8 @@ type flowReport struct {
 	WaitP50      time.Duration
 	WaitP99      time.Duration
 	WaitMax      time.Duration
+	HoldP99      time.Duration // client-side hold, Grant to RelStart: the -hold sleep as this machine ran it
+	HoldMax      time.Duration
 	Unfinished   int     // still waiting at the end
 	FIFOOutOrder float64 // within the flow
 	SelfHandoff  float64 // within the flow
@@ -72,7 +74,7 @@ func analyzeRun(recs []record, sc scenario, start, end int64) report {
 	var shares []float64
 	for _, f := range slices.Sorted(maps.Keys(byFlow)) {
 		fr := flowReport{}
-		var waits []int64
+		var waits, holds []int64
 		var evs []analyze.Event
 		for _, r := range byFlow[f] {
 			if r.AcqStart < from || r.AcqStart >= to {
@@ -84,6 +86,7 @@ func analyzeRun(recs []record, sc scenario, start, end int64) report {
 				continue
 			}
 			waits = append(waits, r.Grant-r.AcqStart)
+			holds = append(holds, r.RelStart-r.Grant)
 			evs = append(evs, toEvent(r))
 		}
 		for _, r := range byFlow[f] {
@@ -96,6 +99,10 @@ func analyzeRun(recs []record, sc scenario, start, end int64) report {
 			fr.WaitP50 = time.Duration(analyze.Percentile(waits, 0.50))
 			fr.WaitP99 = time.Duration(analyze.Percentile(waits, 0.99))
 			fr.WaitMax = time.Duration(waits[len(waits)-1])
+		}
+		slices.Sort(holds)
+		if len(holds) > 0 {
+			fr.HoldP99, fr.HoldMax = time.Duration(analyze.Percentile(holds, 0.99)), time.Duration(holds[len(holds)-1])
 		}
 		if a, err := analyze.Analyze(analyze.Input{Events: evs, Workers: workers(evs), Limit: sc.Limit, From: from, To: to, FIFOTolerance: time.Millisecond}); err == nil {
 			fr.FIFOOutOrder, fr.SelfHandoff = a.FIFOOutOfOrder, a.SelfHandoff
@@ -240,8 +247,8 @@ func (rep report) print(w io.Writer) {
 		rep.Scenario, rep.FIFO, rep.Window, rep.Grants, rep.Util, rep.MaxHolders, rep.Limit, rep.JainFlows)
 	for _, f := range slices.Sorted(maps.Keys(rep.Flows)) {
 		fr := rep.Flows[f]
-		fmt.Fprintf(w, "  flow %-8s grants %6d share %.3f wait p50 %-10v p99 %-10v max %-10v unfinished %d FIFO out-of-order %.4f self-handoff %.4f overtaken ≤ %d\n",
-			f, fr.Grants, fr.Share, fr.WaitP50.Round(time.Microsecond), fr.WaitP99.Round(time.Microsecond), fr.WaitMax.Round(time.Microsecond), fr.Unfinished, fr.FIFOOutOrder, fr.SelfHandoff, fr.OvertakenMax)
+		fmt.Fprintf(w, "  flow %-8s grants %6d share %.3f wait p50 %-10v p99 %-10v max %-10v unfinished %d FIFO out-of-order %.4f self-handoff %.4f overtaken ≤ %d hold p99 %v max %v\n",
+			f, fr.Grants, fr.Share, fr.WaitP50.Round(time.Microsecond), fr.WaitP99.Round(time.Microsecond), fr.WaitMax.Round(time.Microsecond), fr.Unfinished, fr.FIFOOutOrder, fr.SelfHandoff, fr.OvertakenMax, fr.HoldP99.Round(time.Microsecond), fr.HoldMax.Round(time.Microsecond))
 	}
 	if rep.L1AfterIdle != 0 || rep.L1MaxStarved != 0 || rep.L1GrantsWhileL0Waits != 0 {
 		fmt.Fprintf(w, "  level 1: longest starved while level 0 waits %v; grants while level 0 waits %d; first grant %v after level 0 went idle, %v after the next release\n",
