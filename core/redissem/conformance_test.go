@@ -130,7 +130,7 @@ func realSem(t *testing.T, c redis.UniversalClient, limit int64, opts []opt) sem
 // and keyed semaphores.
 func hasFlows(name string) bool {
 	switch name {
-	case "local", "miniredis", "redis", "cluster", "sentinel":
+	case "local", "miniredis", "redis", "cluster", "sentinel", "leased-redis":
 		return true
 	}
 	return false

@@ -52,8 +52,11 @@
 //
 // # Flows and priority levels
 //
-// A Semaphore (New, NewKeyed) serves core.WithFlow and core.WithLevel; the
-// leased mode and the quorum refuse them, and WithFairness, by name. Each
+// A Semaphore (New, NewKeyed) serves core.WithFlow and core.WithLevel. The
+// leased mode serves flows within each process (its share's queue is
+// fair; a process's demand is the sum of its flows', so flows do not
+// reach the rebalancing of shares) and level 0 only; the quorum refuses
+// both. Both refuse WithFairness by name. Each
 // grant, made by the same script that frees the capacity, goes first to
 // the highest level with waiters that holds less than its reserve
 // (core.Fairness.Reserves), else to the highest level with waiters; within

@@ -64,9 +64,6 @@ func (l *leased) poke() {
 func (l *leased) acquire(ctx context.Context, try bool, opts []core.AcquireOption) (*core.Permit, error) {
 	s := l.s
 	a, err := buildAcquire(s.b.cfg.leaseTTL, opts)
-	if err == nil {
-		err = a.refuseFlow("the leased-shares mode")
-	}
 	if err != nil {
 		return nil, err
 	}

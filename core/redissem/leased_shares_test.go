@@ -44,7 +44,7 @@ func TestLeasedConformance(t *testing.T) {
 			t.Parallel()
 			semtest.Run(t, semtest.Backend{Name: b.name, New: func(t *testing.T, limit int64) semtest.Sem {
 				return b.new(t, limit)
-			}, Shares: true})
+			}, Shares: true, Flows: true})
 		})
 	}
 }
