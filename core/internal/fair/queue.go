@@ -46,13 +46,7 @@ func (q *Queue[T]) Push(it *Item[T], flow string, level int) {
 		q.s.Push(it, flow, level)
 		return
 	}
-	it.prev, it.next = q.tail, nil
-	if q.tail == nil {
-		q.head = it
-	} else {
-		q.tail.next = it
-	}
-	q.tail = it
+	pushBack(&q.head, &q.tail, it)
 	q.n++
 }
 
@@ -62,17 +56,7 @@ func (q *Queue[T]) Remove(it *Item[T]) {
 		q.s.Remove(it)
 		return
 	}
-	if it.prev == nil {
-		q.head = it.next
-	} else {
-		it.prev.next = it.next
-	}
-	if it.next == nil {
-		q.tail = it.prev
-	} else {
-		it.next.prev = it.prev
-	}
-	it.prev, it.next = nil, nil
+	unlink(&q.head, &q.tail, it)
 	q.n--
 }
 
@@ -139,4 +123,30 @@ func Reserves(reserves []int64, limit int64) []int64 {
 		limit -= r[i]
 	}
 	return r
+}
+
+// pushBack appends it to the list head … tail.
+func pushBack[T any](head, tail **Item[T], it *Item[T]) {
+	it.prev, it.next = *tail, nil
+	if *tail == nil {
+		*head = it
+	} else {
+		(*tail).next = it
+	}
+	*tail = it
+}
+
+// unlink takes it out of the list head … tail.
+func unlink[T any](head, tail **Item[T], it *Item[T]) {
+	if it.prev == nil {
+		*head = it.next
+	} else {
+		it.prev.next = it.next
+	}
+	if it.next == nil {
+		*tail = it.prev
+	} else {
+		it.next.prev = it.prev
+	}
+	it.prev, it.next = nil, nil
 }

@@ -93,13 +93,8 @@ func (s *Sched[T]) Push(it *Item[T], id string, l int) {
 			lv.cur.prev.next, lv.cur.prev = f, f
 		}
 	}
-	it.Level, it.flow, it.prev, it.next = l, f, f.tail, nil
-	if f.tail == nil {
-		f.head = it
-	} else {
-		f.tail.next = it
-	}
-	f.tail = it
+	it.Level, it.flow = l, f
+	pushBack(&f.head, &f.tail, it)
 	f.n++
 	lv.waiting++
 	s.n++
@@ -108,17 +103,7 @@ func (s *Sched[T]) Push(it *Item[T], id string, l int) {
 // Remove takes it, which must be queued, out of s.
 func (s *Sched[T]) Remove(it *Item[T]) {
 	f, lv := it.flow, &s.levels[it.Level]
-	if it.prev == nil {
-		f.head = it.next
-	} else {
-		it.prev.next = it.next
-	}
-	if it.next == nil {
-		f.tail = it.prev
-	} else {
-		it.next.prev = it.prev
-	}
-	it.prev, it.next = nil, nil
+	unlink(&f.head, &f.tail, it)
 	f.n--
 	lv.waiting--
 	s.n--
