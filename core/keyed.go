@@ -56,6 +56,7 @@ type Keyed struct {
 	idle    keyedEntry // sentinel of the idle ring, most recently idle first
 	nIdle   int
 	limits  map[keyID]int64
+	fair    map[keyID]Fairness // SetFairness of in-process keys, for when they are made again
 	closed  bool
 }
 
@@ -175,6 +176,9 @@ func (k *Keyed) ref(key string) (*keyedEntry, error) {
 			// on its permits are e's (see NewLocalKeyed).
 			l.plain.owner = e
 			e.local = l
+			if f, ok := k.fair[id]; ok {
+				l.setFairness(f)
+			}
 		}
 		k.entries[id] = e
 	}
@@ -246,6 +250,38 @@ func (k *Keyed) SetLimit(ctx context.Context, key string, limit int64) error {
 	k.mu.Lock()
 	k.limits[e.key] = limit
 	k.mu.Unlock()
+	return nil
+}
+
+// SetFairness changes the Fairness of key's semaphore (see Fairness): with
+// the Redis backend for every process (it is stored with the key's limit
+// and no longer expires), in process for the life of the Keyed, as
+// SetLimit's overrides are. A Fairness that Check refuses for the key's
+// limit, or a backend whose semaphores have no Fairness, gives an
+// ErrInvalidArgument error and changes nothing.
+func (k *Keyed) SetFairness(ctx context.Context, key string, f Fairness) error {
+	e, err := k.ref(key)
+	if err != nil {
+		return err
+	}
+	defer k.unref(e)
+	fs, ok := e.sem.(interface {
+		SetFairness(context.Context, Fairness) error
+	})
+	if !ok {
+		return invalid("the semaphore of key %q (%T) has no Fairness", key, e.sem)
+	}
+	if err := fs.SetFairness(ctx, f); err != nil {
+		return err
+	}
+	if e.local != nil {
+		k.mu.Lock()
+		if k.fair == nil {
+			k.fair = make(map[keyID]Fairness)
+		}
+		k.fair[e.key] = f
+		k.mu.Unlock()
+	}
 	return nil
 }
 

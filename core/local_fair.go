@@ -36,6 +36,20 @@ func (s *Local) SetFairness(_ context.Context, f Fairness) error {
 	if err := f.Check(s.limit); err != nil {
 		return err
 	}
+	s.setFairnessLocked(f)
+	return nil
+}
+
+// setFairness is SetFairness without the check: for a key's Local made
+// again (Keyed.SetFairness checked f then).
+func (s *Local) setFairness(f Fairness) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.setFairnessLocked(f)
+}
+
+// setFairnessLocked applies f. s.mu must be held.
+func (s *Local) setFairnessLocked(f Fairness) {
 	s.freeze()
 	s.cfg.fair = Fairness{Reserves: slices.Clone(f.Reserves), Weights: maps.Clone(f.Weights)}
 	s.fairMode()
@@ -46,7 +60,6 @@ func (s *Local) SetFairness(_ context.Context, f Fairness) error {
 		}
 	}
 	s.settle()
-	return nil
 }
 
 // fail unqueues w and fails it with err. s.mu must be held.

@@ -89,7 +89,8 @@
 // and one with waiters of flows decides every grant on the general path.
 // The Fairness is stored with the semaphore's state in Redis (see
 // WithFairness and Semaphore.SetFairness); a keyed semaphore's keys all
-// start with the constructor's, and have no SetFairness of their own.
+// start with the constructor's, and core.Keyed.SetFairness changes one
+// key's.
 //
 // # Untrusted input
 //

@@ -86,8 +86,8 @@ func testFlowsQuietFlowServed(t *testing.T, b Backend) {
 func testFlowsWeights(t *testing.T, b Backend) {
 	s := b.New(t, 1)
 	fs, isFair := s.(FairSem)
-	if !isFair {
-		t.Skipf("%s cannot change its Fairness at run time", b.Name)
+	if !isFair || b.Shares {
+		t.Skipf("%s has no Fairness to change at run time", b.Name)
 	}
 	ok(t, fs.SetFairness(context.Background(), core.Fairness{Weights: map[string]int64{"b": 2, "c": 4}}))
 	holder := Acquire(t, s)
@@ -121,8 +121,8 @@ func testLevelsReserve(t *testing.T, b Backend) {
 			ctx := context.Background()
 			s := b.New(t, 2)
 			fs, isFair := s.(FairSem)
-			if !isFair {
-				t.Skipf("%s cannot change its Fairness at run time", b.Name)
+			if !isFair || b.Shares {
+				t.Skipf("%s has no Fairness to change at run time", b.Name)
 			}
 			if err := fs.SetFairness(ctx, core.Fairness{Reserves: []int64{0, 3}}); !errors.Is(err, core.ErrInvalidArgument) {
 				t.Fatalf("a reserve above the limit: err = %v, want ErrInvalidArgument", err)

@@ -94,7 +94,9 @@ type Backend struct {
 	// process, so the suite checks only the totals and the waiters.
 	Shares bool
 	// Flows marks a backend that has flows and priority levels (WithFlow,
-	// WithLevel). The suite checks that any other backend refuses them.
+	// WithLevel). The suite checks that any other backend refuses them. A
+	// backend that is also Shares has flows within a process only, and no
+	// Fairness: the cases of weights and levels skip it.
 	Flows bool
 }
 
@@ -228,6 +230,9 @@ func (s oneKey) TryAcquire(ctx context.Context, o ...core.AcquireOption) (*core.
 func (s oneKey) Stats(ctx context.Context) (core.Stats, error) { return s.k.Stats(ctx, s.key) }
 func (s oneKey) SetLimit(ctx context.Context, n int64) error   { return s.k.SetLimit(ctx, s.key, n) }
 func (s oneKey) Close() error                                  { return s.k.Close() }
+func (s oneKey) SetFairness(ctx context.Context, f core.Fairness) error {
+	return s.k.SetFairness(ctx, s.key, f)
+}
 func (s oneKey) Inspect(ctx context.Context, limit int) (core.Snapshot, error) {
 	return s.k.Inspect(ctx, s.key, limit)
 }
