@@ -38,7 +38,10 @@ func (l *leased) loop() {
 			return
 		case <-timer.C:
 		case <-l.wake:
-			if d := time.Until(st.last.Add(shareMinGap)); d > 0 {
+			l.mu.Lock()
+			give := l.giveReq
+			l.mu.Unlock()
+			if d := time.Until(st.last.Add(shareMinGap)); d > 0 && !give {
 				select {
 				case <-b.stop:
 					l.shutdown()
@@ -49,7 +52,7 @@ func (l *leased) loop() {
 		}
 		next := l.beat(&st)
 		l.mu.Lock()
-		idle := l.demand == 0 && len(l.held) == 0 && st.share == 0 && !l.down
+		idle := l.demand == 0 && len(l.held) == 0 && l.share == 0 && !l.down
 		l.mu.Unlock()
 		switch {
 		case !idle:
@@ -77,13 +80,14 @@ func (l *leased) loop() {
 type beatState struct {
 	registered bool      // Redis gave this process an epoch that it still holds
 	epoch      int64     // the epoch of the share, from Redis
-	share      int64     // as Redis stored it at the last successful beat
 	lastOK     time.Time // when the last successful beat was sent
 	last       time.Time // when the last beat was sent
 }
 
 // beat reports the demand and applies the share Redis answers; it returns
-// how long to sleep.
+// how long to sleep. A beat asked for by a give-back (giveReq) grants
+// nothing locally until the reply, and keeps only the units in use: the
+// others go back to Redis, which hands them to the starved processes.
 func (l *leased) beat(st *beatState) time.Duration {
 	b := l.s.b
 	ttl := b.cfg.leaseTTL
@@ -92,29 +96,42 @@ func (l *leased) beat(st *beatState) time.Duration {
 	l.peak = l.demand
 	l.beatGen++
 	gen := l.beatGen
+	give := l.giveReq
+	l.giveReq = false
+	if give && !l.giving {
+		l.giving = true
+		l.applyLocked()
+	}
+	known := l.ver
 	l.mu.Unlock()
 	ls := l.loc.State()
 	inUse, waiting := ls.InUse, ls.WaitN
 	demand = max(demand, inUse+ls.WaitW)
 	l.mu.Lock()
-	l.reported = demand
+	l.reported, l.reportedNeed = demand, ls.Head
 	l.mu.Unlock()
 	keep := max(inUse, ls.Share)
 	sent := time.Now()
 	st.last = sent
 	r, err := l.runWithin(context.Background(), ttl/3, "beat",
-		shareArgs{demand: demand, keep: keep, inUse: inUse, waiting: waiting, need: ls.Head})
+		shareArgs{demand: demand, keep: keep, inUse: inUse, waiting: waiting, need: ls.Head, known: known})
 	defer l.beaten(gen)
 	if err != nil {
 		b.report(l.s.label, unavailable("renew share", l.s.name, err))
 		down := !b.brk.down().IsZero() && time.Since(b.brk.down()) >= b.cfg.fault.outageGrace
 		lose := st.registered && time.Since(st.lastOK) >= ttl
+		l.mu.Lock()
+		if give {
+			l.giving = false // the units stay with this process
+		}
 		if lose {
 			// The lease may have ended in Redis: grant nothing more and
 			// tell the holders.
-			st.registered, st.share = false, 0
-			l.loc.Set(l.loc.State().Limit, 0)
+			st.registered = false
+			l.registered, l.share = false, 0
 		}
+		l.applyLocked()
+		l.mu.Unlock()
 		l.setDown(down && !st.registered, err)
 		if lose {
 			l.loseAll()
@@ -131,15 +148,32 @@ func (l *leased) beat(st *beatState) time.Duration {
 		l.loc.RaiseTokens(r.epoch << 32)
 		st.epoch = r.epoch
 	}
-	st.registered, st.share, st.lastOK = true, r.share, sent
-	local := min(r.share, r.target)
-	l.loc.Set(r.limit, local)
+	st.registered, st.lastOK = true, sent
 	l.mu.Lock()
-	l.shrink = r.share > local
-	l.down = false
+	l.registered = true
+	if r.ver >= l.ver {
+		l.ver, l.share, l.contended, l.cap = r.ver, r.share, r.contended, r.target
+	}
+	l.limit, l.down = r.limit, false
+	if give {
+		l.giving = false
+	}
+	if l.giveReq && !l.contended {
+		l.giveReq = false // nobody is starved any more
+	}
+	if l.giveReq {
+		l.giving = true // released meanwhile: give that back too
+		l.poke()
+	}
+	l.applyLocked()
+	l.checkGiveLocked()
+	if head := l.loc.State().Head; head > l.share && head != l.reportedNeed {
+		l.poke() // a caller queued meanwhile that the share cannot serve
+	}
+	shrink := l.shrink
 	l.mu.Unlock()
-	if r.hot || r.share > local {
-		return min(ttl/3, shareRebalance)
+	if r.hot || shrink {
+		return min(ttl/3, l.rebalance)
 	}
 	return ttl / 3
 }
@@ -205,6 +239,7 @@ func (l *leased) leave() bool {
 // timeout) unless permits are still held: then it comes back when its
 // lease ends, as the permits of the default mode do.
 func (l *leased) shutdown() {
+	l.unroute()
 	l.mu.Lock()
 	l.closed = true
 	l.mu.Unlock()

@@ -46,14 +46,16 @@ func TestLeasedRotation(t *testing.T) {
 	t.Logf("grants per process: %d, %d", counts[0].Load(), counts[1].Load())
 }
 
-// shareScript runs core/lua/share.lua as the Go code does.
+// shareScript runs lua/share.lua as the Go code does.
 func shareScript(t *testing.T, c *redis.Client, pid, op string, demand, keep int64) []int64 {
 	t.Helper()
 	con, err := os.ReadFile("lua/const.lua")
 	ok(t, err)
+	queue, err := os.ReadFile("lua/share_queue.lua")
+	ok(t, err)
 	src, err := os.ReadFile("lua/share.lua")
 	ok(t, err)
-	v, err := redis.NewScript(string(con)+string(src)).Run(context.Background(), c, []string{"x{s}:ls"},
+	v, err := redis.NewScript(string(con)+string(queue)+string(src)).Run(context.Background(), c, []string{"x{s}:ls"},
 		4, pid, op, demand, keep, 0, 10000, 0, 200, 0, 0).Int64Slice()
 	ok(t, err)
 	return v
