@@ -48,8 +48,9 @@ type leased struct {
 	cap        int64 // the max-min target, which caps the local share
 	contended  bool  // another process is starved (leased_push.go)
 	giveReq    bool  // the loop is to give back the share not in use
-	giving     bool  // a give-back is in flight: grant nothing locally
-	pushes     int64 // notes applied (for tests)
+	giving     bool  // a give-back is in flight
+	// While either is set, nothing is granted locally.
+	pushes int64 // notes applied (for tests)
 
 	rebalance time.Duration // shareRebalance; longer in tests
 }
@@ -277,12 +278,9 @@ func (l *leased) release(ctx context.Context, p *leasedPermit) error {
 	delete(l.held, p)
 	l.demand -= p.weight
 	give := l.contended && l.registered && !l.closed && !lost && ok
-	if give {
+	if give && !l.giveReq {
 		l.giveReq = true
-		if !l.giving {
-			l.giving = true
-			l.applyLocked()
-		}
+		l.applyLocked()
 	}
 	shrink := l.shrink
 	l.mu.Unlock()

@@ -97,10 +97,9 @@ func (l *leased) beat(st *beatState) time.Duration {
 	l.beatGen++
 	gen := l.beatGen
 	give := l.giveReq
-	l.giveReq = false
-	if give && !l.giving {
-		l.giving = true
-		l.applyLocked()
+	l.giveReq, l.giving = false, give
+	if give {
+		l.applyLocked() // grant nothing here until the reply
 	}
 	known := l.ver
 	l.mu.Unlock()
@@ -121,9 +120,7 @@ func (l *leased) beat(st *beatState) time.Duration {
 		down := !b.brk.down().IsZero() && time.Since(b.brk.down()) >= b.cfg.fault.outageGrace
 		lose := st.registered && time.Since(st.lastOK) >= ttl
 		l.mu.Lock()
-		if give {
-			l.giving = false // the units stay with this process
-		}
+		l.giving = false // the units stay with this process
 		if lose {
 			// The lease may have ended in Redis: grant nothing more and
 			// tell the holders.
@@ -151,19 +148,19 @@ func (l *leased) beat(st *beatState) time.Duration {
 	st.registered, st.lastOK = true, sent
 	l.mu.Lock()
 	l.registered = true
+	if r.code == shareNew {
+		l.ver = 0 // a new entry: the versions may have started anew
+	}
 	if r.ver >= l.ver {
 		l.ver, l.share, l.contended, l.cap = r.ver, r.share, r.contended, r.target
 	}
 	l.limit, l.down = r.limit, false
-	if give {
-		l.giving = false
-	}
+	l.giving = false
 	if l.giveReq && !l.contended {
 		l.giveReq = false // nobody is starved any more
 	}
 	if l.giveReq {
-		l.giving = true // released meanwhile: give that back too
-		l.poke()
+		l.poke() // released meanwhile: give that back too
 	}
 	l.applyLocked()
 	l.checkGiveLocked()

@@ -54,9 +54,11 @@ func leasedPushes(notes []grantNote) []grantNote {
 func (l *leased) pushed(share int64, contended bool, ver int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.registered || l.closed || ver < l.ver {
+	if l.closed || ver < l.ver {
 		return // stale: a reply or a later note said more
 	}
+	// Before the reply that registers the process, the note is kept (its
+	// version is newer) and applied with that reply.
 	// A note of the version applied only tells whether others starve.
 	if share > l.share {
 		l.cap = max(l.cap, share) // handed to it: its to use
@@ -76,7 +78,7 @@ func (l *leased) applyLocked() {
 		local = l.share // shares move by hand-off, not by target
 	}
 	l.shrink = l.share > local
-	if l.giving || !l.registered {
+	if l.giving || l.giveReq || !l.registered {
 		local = 0
 	}
 	l.loc.Set(l.limit, local)

@@ -193,9 +193,11 @@ if me and op == 'beat' and #starved == 0 and free > 0 then
   -- Nobody is starved: the caller grows towards its target.
   me.share = math.max(me.share, math.min(mytarget, me.share + free))
 end
-if #starved > 0 and me then
-  -- While someone is starved, shares move by hand-off, not by target.
-  mytarget = math.max(mytarget, me.share)
+if me then
+  -- While someone is starved, shares move by hand-off, not by target;
+  -- and a process keeps what serves its head waiter (it was handed so).
+  if #starved > 0 then mytarget = math.max(mytarget, me.share) end
+  mytarget = math.max(mytarget, math.min(me.share, me.need))
 end
 local function others(e)
   for _, s in ipairs(starved) do
