@@ -52,6 +52,10 @@ type leased struct {
 	// While either is set, nothing is granted locally.
 	pushes int64 // notes applied (for tests)
 
+	unused      chan struct{} // tells the loop that the share went unused
+	unusedArmed bool          // the loop times the unused share
+	freeAt      time.Time     // when the share last became unused
+
 	rebalance time.Duration // shareRebalance; longer in tests
 }
 
@@ -63,7 +67,7 @@ func newLeased(s *Semaphore) *leased {
 	tag := s.keys[0][:len(s.keys[0])-1] // prefix{name}:
 	l := &leased{s: s, pid: s.b.newID(false), keys: []string{tag + "ls"},
 		loc:  core.NewShare(s.label, s.limit, core.WithObserver(s.b.cfg.observer), core.WithOwner(s.b.cfg.owner)),
-		wake: make(chan struct{}, 1), held: make(map[*leasedPermit]bool),
+		wake: make(chan struct{}, 1), unused: make(chan struct{}, 1), held: make(map[*leasedPermit]bool),
 		waiting: make(map[*waitCancel]struct{}), beatDone: make(chan struct{}), limit: s.limit,
 		rebalance: shareRebalance}
 	l.route()
@@ -281,6 +285,17 @@ func (l *leased) release(ctx context.Context, p *leasedPermit) error {
 	if give && !l.giveReq {
 		l.giveReq = true
 		l.applyLocked()
+	}
+	if l.demand == 0 && len(l.held) == 0 && l.share > 0 {
+		// Unused from now: given back unless used again soon (loop).
+		l.freeAt = time.Now()
+		if !l.unusedArmed {
+			l.unusedArmed = true
+			select {
+			case l.unused <- struct{}{}:
+			default:
+			}
+		}
 	}
 	shrink := l.shrink
 	l.mu.Unlock()

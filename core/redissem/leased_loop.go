@@ -17,6 +17,10 @@ const (
 	shareRotation = 200 * time.Millisecond
 	// shareMinGap spaces the beats that pokes ask for.
 	shareMinGap = 2 * time.Millisecond
+	// shareIdle is how long a process keeps a share that nothing uses
+	// (no holder, no caller) before it gives it back, for another process
+	// to take in one round trip.
+	shareIdle = 5 * time.Millisecond
 )
 
 // loop runs while the process has demand or holds a share: it beats at
@@ -29,6 +33,9 @@ func (l *leased) loop() {
 	ttl := b.cfg.leaseTTL
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	unusedT := time.NewTimer(time.Hour)
+	unusedT.Stop()
+	defer unusedT.Stop()
 	var st beatState
 	idleSince := time.Time{}
 	for {
@@ -36,6 +43,16 @@ func (l *leased) loop() {
 		case <-b.stop:
 			l.shutdown()
 			return
+		case <-l.unused:
+			unusedT.Reset(shareIdle)
+			continue
+		case <-unusedT.C:
+			if d := l.unusedFor(); d > 0 {
+				unusedT.Reset(d)
+				continue
+			} else if d < 0 {
+				continue
+			}
 		case <-timer.C:
 		case <-l.wake:
 			l.mu.Lock()
@@ -76,6 +93,25 @@ func (l *leased) loop() {
 	}
 }
 
+// unusedFor reports, when the share has been unused since a release, how
+// much longer to wait before giving it back (> 0), or that the time has
+// come (0: a give-back is asked for); < 0 if it is in use again.
+func (l *leased) unusedFor() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.demand > 0 || len(l.held) > 0 || l.share == 0 || l.giveReq || l.closed {
+		l.unusedArmed = false
+		return -1
+	}
+	if d := shareIdle - time.Since(l.freeAt); d > 0 {
+		return d
+	}
+	l.unusedArmed = false
+	l.giveReq = true
+	l.applyLocked()
+	return 0
+}
+
 // beatState is what the loop knows of this process's share.
 type beatState struct {
 	registered bool      // Redis gave this process an epoch that it still holds
@@ -102,18 +138,21 @@ func (l *leased) beat(st *beatState) time.Duration {
 		l.applyLocked() // grant nothing here until the reply
 	}
 	known := l.ver
-	l.mu.Unlock()
 	ls := l.loc.State()
 	inUse, waiting := ls.InUse, ls.WaitN
 	demand = max(demand, inUse+ls.WaitW)
-	l.mu.Lock()
-	l.reported, l.reportedNeed = demand, ls.Head
+	need := ls.Head
+	if arriving := l.demand - inUse - ls.WaitW; need == 0 && arriving > 0 {
+		// Callers on their way into the local queue: the head's need.
+		need = min(arriving, ls.Limit)
+	}
+	l.reported, l.reportedNeed = demand, need
 	l.mu.Unlock()
 	keep := max(inUse, ls.Share)
 	sent := time.Now()
 	st.last = sent
 	r, err := l.runWithin(context.Background(), ttl/3, "beat",
-		shareArgs{demand: demand, keep: keep, inUse: inUse, waiting: waiting, need: ls.Head, known: known})
+		shareArgs{demand: demand, keep: keep, inUse: inUse, waiting: waiting, need: need, known: known})
 	defer l.beaten(gen)
 	if err != nil {
 		b.report(l.s.label, unavailable("renew share", l.s.name, err))
@@ -135,6 +174,7 @@ func (l *leased) beat(st *beatState) time.Duration {
 		}
 		return min(ttl/3, 100*time.Millisecond)
 	}
+	anew := (r.code == shareNew || r.epoch != st.epoch) && st.registered
 	if r.code == shareNew || r.epoch != st.epoch {
 		if st.registered {
 			// Redis no longer had this process's entry (its lease ended,
@@ -148,8 +188,8 @@ func (l *leased) beat(st *beatState) time.Duration {
 	st.registered, st.lastOK = true, sent
 	l.mu.Lock()
 	l.registered = true
-	if r.code == shareNew {
-		l.ver = 0 // a new entry: the versions may have started anew
+	if anew {
+		l.ver = 0 // registered anew: the versions may have started anew
 	}
 	if r.ver >= l.ver {
 		l.ver, l.share, l.contended, l.cap = r.ver, r.share, r.contended, r.target

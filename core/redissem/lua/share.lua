@@ -34,8 +34,9 @@
 -- Reply: {code, share, limit, target, epoch, hot, now_us, inuse, waiting,
 --         my inuse, my waiting, ver, contended}
 --   code 1 ok, 2 the process had no entry (new, expired or lost) and was
---   given a new epoch; hot 1 when some live process wants more than its
---   share (everyone then beats faster); inuse/waiting are fleet totals as
+--   given a new epoch; hot 1 when some live process that is not starved
+--   has callers queued and wants more than its share (everyone then
+--   beats faster); inuse/waiting are fleet totals as
 --   of the processes' last beats, then the caller's own entry's; ver the
 --   version of its share; contended 1 if another process is starved.
 local S = KEYS[1]
@@ -224,17 +225,20 @@ if mystarved and not wasq then
 end
 for _, e in ipairs(notes) do
   e.told = others(e)
-  e.dirty = true
+  if e.ver <= V0 then bump(e) end -- newer than any reply it had
 end
 if me then
   if me.share ~= me.share0 then bump(me) end
   me.told = others(me)
 end
 
+-- Hot: a process that is not starved (those are served by hand-off) has
+-- callers queued and wants more than its share: the processes then beat
+-- faster, and the shares move to the max-min targets.
 local hot, inuse_all, waiting_all = 0, 0, 0
 local writes = {}
 for _, e in ipairs(procs) do
-  if e.demand > e.share then hot = 1 end
+  if e.waiting > 0 and e.need <= e.share and e.demand > e.share then hot = 1 end
   inuse_all = inuse_all + e.inuse
   waiting_all = waiting_all + e.waiting
   if e.dirty then
