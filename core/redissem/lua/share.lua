@@ -120,61 +120,65 @@ elseif op == 'leave' and me then
   me = nil
 end
 
--- Max-min fair targets by demand (water-filling). Where integer shares
--- cannot be equal, the units left over go to the capped processes in pid
--- order starting from a position that moves every rotation period, so each
--- gets its turn.
-local target = {}
-local turn = math.floor(now / rotate)
-local function fill(list, rem)
-  local sorted = {}
-  for i, e in ipairs(list) do sorted[i] = e end
-  table.sort(sorted, function(a, b)
-    if a.demand ~= b.demand then return a.demand < b.demand end
-    return a.pid < b.pid
-  end)
-  local k = #sorted
-  for i, e in ipairs(sorted) do
-    local fair = math.floor(rem / k)
-    if e.demand <= fair then
-      target[e.pid] = e.demand
-      rem, k = rem - e.demand, k - 1
-    else
-      local capped = {}
-      for j = i, #sorted do capped[#capped + 1] = sorted[j] end
-      table.sort(capped, function(a, b) return a.pid < b.pid end)
-      local base = math.floor(rem / k)
-      local extra = rem - base * k
-      local off = turn % k
-      for j, c in ipairs(capped) do
-        target[c.pid] = base
-        if (j - 1 - off) % k < extra then target[c.pid] = base + 1 end
+-- targets returns the max-min fair targets by demand (water-filling),
+-- needed only while nobody is starved. Where integer shares cannot be
+-- equal, the units left over go to the capped processes in pid order
+-- starting from a position that moves every rotation period, so each gets
+-- its turn.
+local function targets()
+  local target = {}
+  local turn = math.floor(now / rotate)
+  local function fill(list, rem)
+    local sorted = {}
+    for i, e in ipairs(list) do sorted[i] = e end
+    table.sort(sorted, function(a, b)
+      if a.demand ~= b.demand then return a.demand < b.demand end
+      return a.pid < b.pid
+    end)
+    local k = #sorted
+    for i, e in ipairs(sorted) do
+      local fair = math.floor(rem / k)
+      if e.demand <= fair then
+        target[e.pid] = e.demand
+        rem, k = rem - e.demand, k - 1
+      else
+        local capped = {}
+        for j = i, #sorted do capped[#capped + 1] = sorted[j] end
+        table.sort(capped, function(a, b) return a.pid < b.pid end)
+        local base = math.floor(rem / k)
+        local extra = rem - base * k
+        local off = turn % k
+        for j, c in ipairs(capped) do
+          target[c.pid] = base
+          if (j - 1 - off) % k < extra then target[c.pid] = base + 1 end
+        end
+        return
       end
-      return
     end
   end
-end
-fill(procs, limit)
--- A process whose head waiter needs more than its fair target would wait
--- as long as the others keep their demand: such processes take turns, one
--- per rotation period, at a target of what the head needs, the others
--- sharing the rest max-min fairly.
-local byPid = {}
-for i, e in ipairs(procs) do byPid[i] = e end
-table.sort(byPid, function(a, b) return a.pid < b.pid end)
-local h
-for j = 0, #byPid - 1 do
-  local e = byPid[(turn + j) % #byPid + 1]
-  if e.need > (target[e.pid] or 0) then h = e break end
-end
-if h then
-  local hn = math.min(h.need, limit)
-  local rest = {}
-  for _, e in ipairs(procs) do
-    if e ~= h then rest[#rest + 1] = e end
+  fill(procs, limit)
+  -- A process whose head waiter needs more than its fair target would wait
+  -- as long as the others keep their demand: such processes take turns, one
+  -- per rotation period, at a target of what the head needs, the others
+  -- sharing the rest max-min fairly.
+  local byPid = {}
+  for i, e in ipairs(procs) do byPid[i] = e end
+  table.sort(byPid, function(a, b) return a.pid < b.pid end)
+  local h
+  for j = 0, #byPid - 1 do
+    local e = byPid[(turn + j) % #byPid + 1]
+    if e.need > (target[e.pid] or 0) then h = e break end
   end
-  fill(rest, limit - hn)
-  target[h.pid] = hn
+  if h then
+    local hn = math.min(h.need, limit)
+    local rest = {}
+    for _, e in ipairs(procs) do
+      if e ~= h then rest[#rest + 1] = e end
+    end
+    fill(rest, limit - hn)
+    target[h.pid] = hn
+  end
+  return target
 end
 
 -- The caller's share shrinks to what it may still have in use, unless
@@ -189,15 +193,17 @@ local sum = 0
 for _, e in ipairs(procs) do sum = sum + e.share end
 local got, free = HANDOFF(STARVED(procs), limit - sum, bump)
 local starved = STARVED(procs)
-local mytarget = me and (target[pid] or 0) or 0
-if me and op == 'beat' and #starved == 0 and free > 0 then
-  -- Nobody is starved: the caller grows towards its target.
-  me.share = math.max(me.share, math.min(mytarget, me.share + free))
-end
-if me then
-  -- While someone is starved, shares move by hand-off, not by target;
-  -- and a process keeps what serves its head waiter (it was handed so).
-  if #starved > 0 then mytarget = math.max(mytarget, me.share) end
+-- While someone is starved, shares move by hand-off, not by target: the
+-- caller's target is its share. Otherwise it grows towards its max-min
+-- target, and keeps what serves its head waiter (it was handed so).
+local mytarget = 0
+if me and #starved > 0 then
+  mytarget = me.share
+elseif me then
+  mytarget = targets()[pid] or 0
+  if op == 'beat' and free > 0 then
+    me.share = math.max(me.share, math.min(mytarget, me.share + free))
+  end
   mytarget = math.max(mytarget, math.min(me.share, me.need))
 end
 local function others(e)
