@@ -48,9 +48,8 @@ type leased struct {
 	cap        int64 // the max-min target, which caps the local share
 	contended  bool  // another process is starved (leased_push.go)
 	giveReq    bool  // the loop is to give back the share not in use
-	giving     bool  // a give-back is in flight
-	// While either is set, nothing is granted locally.
-	pushes int64 // notes applied (for tests)
+	giving     bool  // a give-back is in flight (either: grant nothing here)
+	pushes     int64 // notes applied (for tests)
 
 	unused      chan struct{} // tells the loop that the share went unused
 	unusedArmed bool          // the loop times the unused share

@@ -34,9 +34,9 @@
 -- Reply: {code, share, limit, target, epoch, hot, now_us, inuse, waiting,
 --         my inuse, my waiting, ver, contended}
 --   code 1 ok, 2 the process had no entry (new, expired or lost) and was
---   given a new epoch; hot 1 when some live process that is not starved
---   has callers queued and wants more than its share (everyone then
---   beats faster); inuse/waiting are fleet totals as
+--   given a new epoch; hot 1 when nobody is starved and the targets
+--   rotate or a process with callers queued is below its target (everyone
+--   then beats faster); inuse/waiting are fleet totals as
 --   of the processes' last beats, then the caller's own entry's; ver the
 --   version of its share; contended 1 if another process is starved.
 local S = KEYS[1]
@@ -126,7 +126,7 @@ end
 -- starting from a position that moves every rotation period, so each gets
 -- its turn.
 local function targets()
-  local target = {}
+  local target, rotating = {}, false
   local turn = math.floor(now / rotate)
   local function fill(list, rem)
     local sorted = {}
@@ -147,6 +147,12 @@ local function targets()
         table.sort(capped, function(a, b) return a.pid < b.pid end)
         local base = math.floor(rem / k)
         local extra = rem - base * k
+        local queued = 0
+        for _, c in ipairs(capped) do
+          if c.waiting > 0 then queued = queued + 1 end
+        end
+        -- the turns matter while two of them have callers queued
+        if extra > 0 and queued > 1 then rotating = true end
         local off = turn % k
         for j, c in ipairs(capped) do
           target[c.pid] = base
@@ -170,6 +176,7 @@ local function targets()
     if e.need > (target[e.pid] or 0) then h = e break end
   end
   if h then
+    rotating = true
     local hn = math.min(h.need, limit)
     local rest = {}
     for _, e in ipairs(procs) do
@@ -178,7 +185,7 @@ local function targets()
     fill(rest, limit - hn)
     target[h.pid] = hn
   end
-  return target
+  return target, rotating
 end
 
 -- The caller's share shrinks to what it may still have in use, unless
@@ -196,12 +203,21 @@ local starved = STARVED(procs)
 -- While someone is starved, shares move by hand-off, not by target: the
 -- caller's target is its share. Otherwise it grows towards its max-min
 -- target, and keeps what serves its head waiter (it was handed so).
-local mytarget = 0
+-- Hot (every process then beats faster, and the shares follow the
+-- targets): nobody is starved (those are served by hand-off), and the
+-- targets rotate, or a process with callers queued is below its target.
+local mytarget, hot = 0, 0
 if me and #starved > 0 then
   mytarget = me.share
 elseif me then
-  mytarget = targets()[pid] or 0
-  if op == 'beat' and free > 0 then
+  local target, rotating = targets()
+  if rotating then hot = 1 end
+  for _, e in ipairs(procs) do
+    if e.waiting > 0 and (target[e.pid] or 0) > e.share then hot = 1 end
+  end
+  mytarget = target[pid] or 0
+  if op == 'beat' and free > 0 and me.need > 0 then
+    -- (only for callers that wait: a give-back keeps what it gave back)
     me.share = math.max(me.share, math.min(mytarget, me.share + free))
   end
   mytarget = math.max(mytarget, math.min(me.share, me.need))
@@ -238,13 +254,9 @@ if me then
   me.told = others(me)
 end
 
--- Hot: a process that is not starved (those are served by hand-off) has
--- callers queued and wants more than its share: the processes then beat
--- faster, and the shares move to the max-min targets.
-local hot, inuse_all, waiting_all = 0, 0, 0
+local inuse_all, waiting_all = 0, 0
 local writes = {}
 for _, e in ipairs(procs) do
-  if e.waiting > 0 and e.need <= e.share and e.demand > e.share then hot = 1 end
   inuse_all = inuse_all + e.inuse
   waiting_all = waiting_all + e.waiting
   if e.dirty then
