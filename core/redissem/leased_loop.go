@@ -8,9 +8,11 @@ import (
 )
 
 const (
-	// shareRebalance is how often every process beats while some process
-	// wants more than its share (Redis says "hot"), so that shares move
-	// within a few of these; at most TTL/3.
+	// shareRebalance is how often every process beats while the shares
+	// are to move to their max-min targets (Redis says "hot": nobody is
+	// starved, and a process with callers queued is below its target or
+	// the leftover units rotate), so that they move within a few of
+	// these; at most TTL/3.
 	shareRebalance = 25 * time.Millisecond
 	// shareRotation is how long the units left over by integer shares stay
 	// with the same processes before they move on to the next ones.
