@@ -50,6 +50,7 @@ type leased struct {
 	giveReq    bool  // the loop is to give back the share not in use
 	giving     bool  // a give-back is in flight (either: grant nothing here)
 	pushes     int64 // notes applied (for tests)
+	deferred   bool  // the loop waits out shareMinGap before a beat
 
 	unused      chan struct{} // tells the loop that the share went unused
 	unusedArmed bool          // the loop times the unused share

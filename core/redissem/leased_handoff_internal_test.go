@@ -24,6 +24,14 @@ func slowLeased(t *testing.T, c redis.UniversalClient, prefix, name string, limi
 	return s
 }
 
+// quiet reports whether l's caller is queued locally and l has no beat in
+// flight nor asked for.
+func quiet(l *leased) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.loc.State().WaitN == 1 && l.beatGen == l.doneGen && len(l.wake) == 0 && !l.deferred && !l.giveReq
+}
+
 // beats returns how many beats l has started and how many pushes it applied.
 func beats(l *leased) (uint64, int64) {
 	l.mu.Lock()
@@ -67,6 +75,7 @@ func TestLeasedReleaseHandsOffByPush(t *testing.T) {
 		defer a.l.mu.Unlock()
 		return a.l.contended
 	})
+	testwait.Until(t, time.Minute, "B's beats not done", func() bool { return quiet(b.l) })
 	beatsB, pushesB := beats(b.l)
 	released := seq.Add(1)
 	if err := pa.Release(ctx); err != nil {
@@ -97,6 +106,7 @@ func TestLeasedReleaseHandsOffByPush(t *testing.T) {
 		defer b.l.mu.Unlock()
 		return b.l.contended
 	})
+	testwait.Until(t, time.Minute, "A's beats not done", func() bool { return quiet(a.l) })
 	beatsA, _ := beats(a.l)
 	released = seq.Add(1)
 	if err := g.p.Release(ctx); err != nil {

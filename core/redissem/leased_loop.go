@@ -61,6 +61,9 @@ func (l *leased) loop() {
 			give := l.giveReq
 			l.mu.Unlock()
 			if d := time.Until(st.last.Add(shareMinGap)); d > 0 && !give {
+				l.mu.Lock()
+				l.deferred = true // a beat is due (beat clears it)
+				l.mu.Unlock()
 				select {
 				case <-b.stop:
 					l.shutdown()
@@ -133,6 +136,7 @@ func (l *leased) beat(st *beatState) time.Duration {
 	demand := max(l.peak, l.demand)
 	l.peak = l.demand
 	l.beatGen++
+	l.deferred = false
 	gen := l.beatGen
 	give := l.giveReq
 	l.giveReq, l.giving = false, give
