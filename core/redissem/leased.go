@@ -70,7 +70,6 @@ func newLeased(s *Semaphore) *leased {
 		wake: make(chan struct{}, 1), unused: make(chan struct{}, 1), held: make(map[*leasedPermit]bool),
 		waiting: make(map[*waitCancel]struct{}), beatDone: make(chan struct{}), limit: s.limit,
 		rebalance: shareRebalance}
-	l.route()
 	return l
 }
 
@@ -219,7 +218,9 @@ func (l *leased) begin(weight int64) error {
 	l.demand += weight
 	l.peak = max(l.peak, l.demand)
 	if !l.running {
+		l.route()
 		if !l.s.b.goBackground(l.loop) {
+			l.unroute()
 			l.demand -= weight
 			return core.ErrClosed
 		}

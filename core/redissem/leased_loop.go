@@ -273,6 +273,7 @@ func (l *leased) leave() bool {
 	if err != nil || l.demand > 0 || len(l.held) > 0 {
 		return false
 	}
+	l.unroute() // before begin can route a new loop (l.mu held)
 	l.running = false
 	return true
 }

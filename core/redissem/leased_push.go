@@ -21,9 +21,12 @@ var (
 	routed     atomic.Int64
 )
 
+// route makes the notes to l reach it, from the start of its loop (which
+// registers it in Redis) until the loop ends (unroute).
 func (l *leased) route() {
-	pushRoutes.Store(l.pid, l)
-	routed.Add(1)
+	if _, loaded := pushRoutes.LoadOrStore(l.pid, l); !loaded {
+		routed.Add(1)
+	}
 }
 
 func (l *leased) unroute() {
