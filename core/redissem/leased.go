@@ -54,7 +54,8 @@ type leased struct {
 
 	unused      chan struct{} // tells the loop that the share went unused
 	unusedArmed bool          // the loop times the unused share
-	freeAt      time.Time     // when the share last became unused
+	freeSeq     uint64        // counts the times the share became unused
+	freeSeen    uint64        // freeSeq when the loop last looked
 
 	rebalance time.Duration // shareRebalance; longer in tests
 }
@@ -289,7 +290,7 @@ func (l *leased) release(ctx context.Context, p *leasedPermit) error {
 	}
 	if l.demand == 0 && len(l.held) == 0 && l.share > 0 {
 		// Unused from now: given back unless used again soon (loop).
-		l.freeAt = time.Now()
+		l.freeSeq++
 		if !l.unusedArmed {
 			l.unusedArmed = true
 			select {

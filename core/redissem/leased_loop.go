@@ -99,8 +99,10 @@ func (l *leased) loop() {
 }
 
 // unusedFor reports, when the share has been unused since a release, how
-// much longer to wait before giving it back (> 0), or that the time has
-// come (0: a give-back is asked for); < 0 if it is in use again.
+// much longer to wait before giving it back (> 0: it became unused again
+// since the last look, so between shareIdle and twice that in all), or
+// that the time has come (0: a give-back is asked for); < 0 if it is in
+// use again.
 func (l *leased) unusedFor() time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -108,8 +110,9 @@ func (l *leased) unusedFor() time.Duration {
 		l.unusedArmed = false
 		return -1
 	}
-	if d := shareIdle - time.Since(l.freeAt); d > 0 {
-		return d
+	if l.freeSeq != l.freeSeen {
+		l.freeSeen = l.freeSeq // used since the last look: look again later
+		return shareIdle
 	}
 	l.unusedArmed = false
 	l.giveReq = true
