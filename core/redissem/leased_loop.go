@@ -19,9 +19,9 @@ const (
 	shareRotation = 200 * time.Millisecond
 	// shareMinGap spaces the beats that pokes ask for.
 	shareMinGap = 2 * time.Millisecond
-	// shareIdle is how long a process keeps a share that nothing uses
-	// (no holder, no caller) before it gives it back, for another process
-	// to take in one round trip.
+	// shareIdle is how long (once or twice) a process keeps a share that
+	// nothing uses (no holder, no caller) before it gives it back, for
+	// another process to take in one round trip.
 	shareIdle = 5 * time.Millisecond
 )
 
