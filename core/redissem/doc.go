@@ -19,9 +19,10 @@
 //     connection per waiter. Its permits have an ID that another process
 //     can take over (Semaphore.Adopt) or release (Semaphore.ReleaseID).
 //   - Leased (NewLeased, NewLeasedKeyed) leases each process a share of the
-//     limit and grants within it without a round trip per permit: for
-//     short holds at high rates, with FIFO and increasing tokens within a
-//     process only.
+//     limit and grants within it without a round trip per permit while the
+//     shares suffice; when they do not, freed units go to the processes
+//     that wait, in arrival order, by the same script-and-push hand-off.
+//     Increasing tokens within a process only.
 //   - Quorum (NewQuorum, NewAllOf) spreads one semaphore over independent
 //     masters, as Redlock (NewQuorum) or Redisson's MultiLock (NewAllOf) do.
 //

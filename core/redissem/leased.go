@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/distsem/distsem/core"
 )
@@ -22,20 +23,41 @@ type leased struct {
 
 	wake chan struct{} // pokes the loop
 
-	mu       sync.Mutex
-	demand   int64                    // weight of callers in Acquire or holding
-	peak     int64                    // highest demand since the last beat
-	held     map[*leasedPermit]bool   // -> lost already
-	waiting  map[*waitCancel]struct{} // queued locally: ended on an outage
-	running  bool                     // the loop runs
-	closed   bool                     // Close stopped the loop
-	down     bool                     // no valid share and Redis unreachable
-	downErr  error                    // while down: the failed beat's error
-	shrink   bool                     // Redis holds more share than the local limit
-	beatDone chan struct{}            // closed after each beat, then replaced
-	beatGen  uint64                   // beats started (each reads the demand)
-	doneGen  uint64                   // the generation of the last beat done
-	reported int64                    // the demand the last beat reported
+	mu           sync.Mutex
+	demand       int64                    // weight of callers in Acquire or holding
+	peak         int64                    // highest demand since the last beat
+	held         map[*leasedPermit]bool   // -> lost already
+	waiting      map[*waitCancel]struct{} // queued locally: ended on an outage
+	running      bool                     // the loop runs
+	closed       bool                     // Close stopped the loop
+	down         bool                     // no valid share and Redis unreachable
+	downErr      error                    // while down: the failed beat's error
+	shrink       bool                     // Redis holds more share than the local limit
+	beatDone     chan struct{}            // closed after each beat, then replaced
+	beatGen      uint64                   // beats started (each reads the demand)
+	doneGen      uint64                   // the generation of the last beat done
+	reported     int64                    // the demand the last beat reported
+	reportedNeed int64                    // the head's weight it reported
+
+	// The share as Redis holds it, from the last reply or push (the newest
+	// version wins), and what the local share is made of (applyLocked).
+	registered bool  // the process holds an entry of a valid epoch
+	share      int64 // this process's share in Redis
+	ver        int64 // its version
+	limit      int64 // the fleet-wide limit
+	cap        int64 // the max-min target, which caps the local share
+	contended  bool  // another process is starved (leased_push.go)
+	giveReq    bool  // the loop is to give back the share not in use
+	giving     bool  // a give-back is in flight (either: grant nothing here)
+	pushes     int64 // notes applied (for tests)
+	deferred   bool  // the loop waits out shareMinGap before a beat
+
+	unused      chan struct{} // tells the loop that the share went unused
+	unusedArmed bool          // the loop times the unused share
+	freeSeq     uint64        // counts the times the share became unused
+	freeSeen    uint64        // freeSeq when the loop last looked
+
+	rebalance time.Duration // shareRebalance; longer in tests
 }
 
 type waitCancel struct{ cancel context.CancelCauseFunc }
@@ -44,10 +66,12 @@ var errShareOutage = errors.New("backend unreachable and no valid share")
 
 func newLeased(s *Semaphore) *leased {
 	tag := s.keys[0][:len(s.keys[0])-1] // prefix{name}:
-	return &leased{s: s, pid: s.b.newID(false), keys: []string{tag + "ls"},
+	l := &leased{s: s, pid: s.b.newID(false), keys: []string{tag + "ls"},
 		loc:  core.NewShare(s.label, s.limit, core.WithObserver(s.b.cfg.observer), core.WithOwner(s.b.cfg.owner)),
-		wake: make(chan struct{}, 1), held: make(map[*leasedPermit]bool),
-		waiting: make(map[*waitCancel]struct{}), beatDone: make(chan struct{})}
+		wake: make(chan struct{}, 1), unused: make(chan struct{}, 1), held: make(map[*leasedPermit]bool),
+		waiting: make(map[*waitCancel]struct{}), beatDone: make(chan struct{}), limit: s.limit,
+		rebalance: shareRebalance}
+	return l
 }
 
 func (l *leased) poke() {
@@ -84,7 +108,7 @@ func (l *leased) acquire(ctx context.Context, try bool, opts []core.AcquireOptio
 	if err := l.begin(a.weight); err != nil {
 		return nil, err
 	}
-	p, err := l.wait(ctx, try, opts)
+	p, err := l.wait(ctx, try, a.weight, opts)
 	if err != nil {
 		l.end(a.weight)
 		if errors.Is(err, errShareOutage) {
@@ -101,16 +125,26 @@ func (l *leased) acquire(ctx context.Context, try bool, opts []core.AcquireOptio
 }
 
 // wait is the slow path: the local share is full or others are queued.
-func (l *leased) wait(ctx context.Context, try bool, opts []core.AcquireOption) (*core.Permit, error) {
+func (l *leased) wait(ctx context.Context, try bool, weight int64, opts []core.AcquireOption) (*core.Permit, error) {
 	l.mu.Lock()
 	gen, outage := l.beatGen, l.outage()
 	// Ask Redis at once only if this demand is news: a saturated process
 	// (demand as reported) waits for its next beat, which comes every
 	// shareRebalance while anyone wants more than its share.
 	news := l.demand > l.reported
+	// So is a caller that this process's whole share cannot serve, unless
+	// Redis knows the process is starved already: the beat queues it.
+	if !news && l.reportedNeed <= l.share {
+		news = max(weight, l.loc.State().Head) > l.share
+	}
 	l.mu.Unlock()
 	if outage != nil {
 		return nil, outage
+	}
+	// Hand-offs to this process are published to it: listen before it
+	// can be queued. Without the subscription, its beats still apply them.
+	if err := l.s.b.listen(ctx, l.s); errors.Is(err, core.ErrClosed) {
+		return nil, err
 	}
 	if news || try {
 		l.poke()
@@ -182,7 +216,9 @@ func (l *leased) begin(weight int64) error {
 	l.demand += weight
 	l.peak = max(l.peak, l.demand)
 	if !l.running {
+		l.route()
 		if !l.s.b.goBackground(l.loop) {
+			l.unroute()
 			l.demand -= weight
 			return core.ErrClosed
 		}
@@ -235,16 +271,35 @@ func (p *leasedPermit) ReleasePermit(ctx context.Context, _ *core.Permit) error 
 
 // release gives p back to the local share at in-process cost. When Redis
 // holds more share for this process than it now needs, the loop is poked
-// to give the difference back at once.
+// to give the difference back at once. While another process is starved,
+// the freed units are not granted here: the loop gives them back to Redis
+// at once (one script), which hands them to the process that has waited
+// longest, this one included.
 func (l *leased) release(ctx context.Context, p *leasedPermit) error {
 	l.mu.Lock()
 	lost, ok := l.held[p]
 	delete(l.held, p)
 	l.demand -= p.weight
+	give := l.contended && l.registered && !l.closed && !lost && ok
+	if give && !l.giveReq {
+		l.giveReq = true
+		l.applyLocked()
+	}
+	if l.demand == 0 && len(l.held) == 0 && l.share > 0 {
+		// Unused from now: given back unless used again soon (loop).
+		l.freeSeq++
+		if !l.unusedArmed {
+			l.unusedArmed = true
+			select {
+			case l.unused <- struct{}{}:
+			default:
+			}
+		}
+	}
 	shrink := l.shrink
 	l.mu.Unlock()
 	_ = p.inner.Release(ctx)
-	if shrink {
+	if shrink || give {
 		l.poke()
 	}
 	if lost || !ok {

@@ -11,19 +11,18 @@ import (
 // Leased is a Redis semaphore in the leased-shares mode: instead of
 // deciding every grant in Redis, each process leases a share of the limit,
 // kept in Redis and renewed with its heartbeat, and grants within it
-// without a round trip. The shares never sum above the limit. See the
-// package documentation, "Leased shares", for what it guarantees: FIFO
-// holds only within a process, tokens fence only within a process, and
-// permits have no ID that another process could adopt.
+// without a round trip. The shares never sum above the limit. When they do
+// not suffice (a process's head caller needs more than its whole share),
+// that process queues in Redis, and every unit freed anywhere goes at once
+// to the process that has waited longest: the releasing process gives it
+// back in the release itself (one script), which hands it over and tells
+// that process by pub/sub. See the package documentation, "Leased shares",
+// for what it guarantees: FIFO within a process and arrival order between
+// processes when contended, tokens that fence only within a process, and
+// permits with no ID that another process could adopt.
 //
-// Choose it for few semaphores with short holds at high rates. Not for
-// many semaphores of a small limit (NewLeasedKeyed with limit 1 per key,
-// say), where each semaphore's few permits must rotate between processes
-// through Redis at the heartbeat's pace: tens to hundreds of grants/s, where
-// the default mode manages thousands (bench/BENCHMARKS.md, "Growth
-// curves"). Every process of
-// one semaphore must use the same mode: the modes keep separate state in
-// Redis, so a mix would admit up to twice the limit.
+// Every process of one semaphore must use the same mode: the modes keep
+// separate state in Redis, so a mix would admit up to twice the limit.
 type Leased struct {
 	s *Semaphore // the semaphore's keys and its process's machinery
 	l *leased
@@ -53,8 +52,9 @@ func newLeasedSem(s *Semaphore) *Leased { return &Leased{s: s, l: newLeased(s)} 
 // in FIFO order among this process's callers, ctx ends, the semaphore is
 // closed or the backend fails (then the failure policy decides). With a
 // permit free in the share and nobody queued in this process it makes no
-// round trip; otherwise it queues in this process and the process asks
-// Redis for more share at once. Every permit has the share's lease, so a
+// round trip; otherwise it queues in this process, and if the whole share
+// cannot serve it the process queues in Redis at once and is handed units
+// as other processes free them, in arrival order. Every permit has the share's lease, so a
 // per-call core.WithLeaseTTL is an ErrInvalidArgument error.
 func (s *Leased) Acquire(ctx context.Context, opts ...core.AcquireOption) (*core.Permit, error) {
 	return s.l.acquire(ctx, false, opts)

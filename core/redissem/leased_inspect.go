@@ -89,13 +89,13 @@ func (l *leased) parseShares(v []any) (core.Snapshot, error) {
 		case strings.HasPrefix(f, "o:"):
 			owners[f[2:]] = val
 		case strings.HasPrefix(f, "p:"):
-			// "share:demand:inuse:waiting:need:exp:epoch" (share.lua)
+			// "share:demand:inuse:waiting:need:exp:epoch[:qat:ver:told]" (share.lua)
 			e := strings.Split(val, ":")
-			if len(e) != 7 {
+			if len(e) < 7 {
 				continue
 			}
 			var n [7]int64
-			for j := range e {
+			for j := range n {
 				n[j], _ = strconv.ParseInt(e[j], 10, 64)
 			}
 			if n[5]*1000 <= nowUS {

@@ -8,15 +8,21 @@ import (
 )
 
 const (
-	// shareRebalance is how often every process beats while some process
-	// wants more than its share (Redis says "hot"), so that shares move
-	// within a few of these; at most TTL/3.
+	// shareRebalance is how often every process beats while the shares
+	// are to move to their max-min targets (Redis says "hot": nobody is
+	// starved, and a process with callers queued is below its target or
+	// the leftover units rotate), so that they move within a few of
+	// these; at most TTL/3.
 	shareRebalance = 25 * time.Millisecond
 	// shareRotation is how long the units left over by integer shares stay
 	// with the same processes before they move on to the next ones.
 	shareRotation = 200 * time.Millisecond
 	// shareMinGap spaces the beats that pokes ask for.
 	shareMinGap = 2 * time.Millisecond
+	// shareIdle is how long (once or twice) a process keeps a share that
+	// nothing uses (no holder, no caller) before it gives it back, for
+	// another process to take in one round trip.
+	shareIdle = 5 * time.Millisecond
 )
 
 // loop runs while the process has demand or holds a share: it beats at
@@ -29,6 +35,9 @@ func (l *leased) loop() {
 	ttl := b.cfg.leaseTTL
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	unusedT := time.NewTimer(time.Hour)
+	unusedT.Stop()
+	defer unusedT.Stop()
 	var st beatState
 	idleSince := time.Time{}
 	for {
@@ -36,9 +45,25 @@ func (l *leased) loop() {
 		case <-b.stop:
 			l.shutdown()
 			return
+		case <-l.unused:
+			unusedT.Reset(shareIdle)
+			continue
+		case <-unusedT.C:
+			if d := l.unusedFor(); d > 0 {
+				unusedT.Reset(d)
+				continue
+			} else if d < 0 {
+				continue
+			}
 		case <-timer.C:
 		case <-l.wake:
-			if d := time.Until(st.last.Add(shareMinGap)); d > 0 {
+			l.mu.Lock()
+			give := l.giveReq
+			l.mu.Unlock()
+			if d := time.Until(st.last.Add(shareMinGap)); d > 0 && !give {
+				l.mu.Lock()
+				l.deferred = true // a beat is due (beat clears it)
+				l.mu.Unlock()
 				select {
 				case <-b.stop:
 					l.shutdown()
@@ -49,7 +74,7 @@ func (l *leased) loop() {
 		}
 		next := l.beat(&st)
 		l.mu.Lock()
-		idle := l.demand == 0 && len(l.held) == 0 && st.share == 0 && !l.down
+		idle := l.demand == 0 && len(l.held) == 0 && l.share == 0 && !l.down
 		l.mu.Unlock()
 		switch {
 		case !idle:
@@ -73,17 +98,40 @@ func (l *leased) loop() {
 	}
 }
 
+// unusedFor reports, when the share has been unused since a release, how
+// much longer to wait before giving it back (> 0: it became unused again
+// since the last look, so between shareIdle and twice that in all), or
+// that the time has come (0: a give-back is asked for); < 0 if it is in
+// use again.
+func (l *leased) unusedFor() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.demand > 0 || len(l.held) > 0 || l.share == 0 || l.giveReq || l.closed {
+		l.unusedArmed = false
+		return -1
+	}
+	if l.freeSeq != l.freeSeen {
+		l.freeSeen = l.freeSeq // used since the last look: look again later
+		return shareIdle
+	}
+	l.unusedArmed = false
+	l.giveReq = true
+	l.applyLocked()
+	return 0
+}
+
 // beatState is what the loop knows of this process's share.
 type beatState struct {
 	registered bool      // Redis gave this process an epoch that it still holds
 	epoch      int64     // the epoch of the share, from Redis
-	share      int64     // as Redis stored it at the last successful beat
 	lastOK     time.Time // when the last successful beat was sent
 	last       time.Time // when the last beat was sent
 }
 
 // beat reports the demand and applies the share Redis answers; it returns
-// how long to sleep.
+// how long to sleep. A beat asked for by a give-back (giveReq) grants
+// nothing locally until the reply, and keeps only the units in use: the
+// others go back to Redis, which hands them to the starved processes.
 func (l *leased) beat(st *beatState) time.Duration {
 	b := l.s.b
 	ttl := b.cfg.leaseTTL
@@ -91,36 +139,51 @@ func (l *leased) beat(st *beatState) time.Duration {
 	demand := max(l.peak, l.demand)
 	l.peak = l.demand
 	l.beatGen++
+	l.deferred = false
 	gen := l.beatGen
-	l.mu.Unlock()
+	give := l.giveReq
+	l.giveReq, l.giving = false, give
+	if give {
+		l.applyLocked() // grant nothing here until the reply
+	}
+	known := l.ver
 	ls := l.loc.State()
 	inUse, waiting := ls.InUse, ls.WaitN
 	demand = max(demand, inUse+ls.WaitW)
-	l.mu.Lock()
-	l.reported = demand
+	need := ls.Head
+	if arriving := l.demand - inUse - ls.WaitW; need == 0 && arriving > 0 {
+		// Callers on their way into the local queue: the head's need.
+		need = min(arriving, ls.Limit)
+	}
+	l.reported, l.reportedNeed = demand, need
 	l.mu.Unlock()
 	keep := max(inUse, ls.Share)
 	sent := time.Now()
 	st.last = sent
 	r, err := l.runWithin(context.Background(), ttl/3, "beat",
-		shareArgs{demand: demand, keep: keep, inUse: inUse, waiting: waiting, need: ls.Head})
+		shareArgs{demand: demand, keep: keep, inUse: inUse, waiting: waiting, need: need, known: known})
 	defer l.beaten(gen)
 	if err != nil {
 		b.report(l.s.label, unavailable("renew share", l.s.name, err))
 		down := !b.brk.down().IsZero() && time.Since(b.brk.down()) >= b.cfg.fault.outageGrace
 		lose := st.registered && time.Since(st.lastOK) >= ttl
+		l.mu.Lock()
+		l.giving = false // the units stay with this process
 		if lose {
 			// The lease may have ended in Redis: grant nothing more and
 			// tell the holders.
-			st.registered, st.share = false, 0
-			l.loc.Set(l.loc.State().Limit, 0)
+			st.registered = false
+			l.registered, l.share = false, 0
 		}
+		l.applyLocked()
+		l.mu.Unlock()
 		l.setDown(down && !st.registered, err)
 		if lose {
 			l.loseAll()
 		}
 		return min(ttl/3, 100*time.Millisecond)
 	}
+	anew := (r.code == shareNew || r.epoch != st.epoch) && st.registered
 	if r.code == shareNew || r.epoch != st.epoch {
 		if st.registered {
 			// Redis no longer had this process's entry (its lease ended,
@@ -131,15 +194,32 @@ func (l *leased) beat(st *beatState) time.Duration {
 		l.loc.RaiseTokens(r.epoch << 32)
 		st.epoch = r.epoch
 	}
-	st.registered, st.share, st.lastOK = true, r.share, sent
-	local := min(r.share, r.target)
-	l.loc.Set(r.limit, local)
+	st.registered, st.lastOK = true, sent
 	l.mu.Lock()
-	l.shrink = r.share > local
-	l.down = false
+	l.registered = true
+	if anew {
+		l.ver = 0 // registered anew: the versions may have started anew
+	}
+	if r.ver >= l.ver {
+		l.ver, l.share, l.contended, l.cap = r.ver, r.share, r.contended, r.target
+	}
+	l.limit, l.down = r.limit, false
+	l.giving = false
+	if l.giveReq && !l.contended {
+		l.giveReq = false // nobody is starved any more
+	}
+	if l.giveReq {
+		l.poke() // released meanwhile: give that back too
+	}
+	l.applyLocked()
+	l.checkGiveLocked()
+	if head := l.loc.State().Head; head > l.share && head != l.reportedNeed {
+		l.poke() // a caller queued meanwhile that the share cannot serve
+	}
+	shrink := l.shrink
 	l.mu.Unlock()
-	if r.hot || r.share > local {
-		return min(ttl/3, shareRebalance)
+	if r.hot || shrink {
+		return min(ttl/3, l.rebalance)
 	}
 	return ttl / 3
 }
@@ -196,6 +276,7 @@ func (l *leased) leave() bool {
 	if err != nil || l.demand > 0 || len(l.held) > 0 {
 		return false
 	}
+	l.unroute() // before begin can route a new loop (l.mu held)
 	l.running = false
 	return true
 }
@@ -205,6 +286,7 @@ func (l *leased) leave() bool {
 // timeout) unless permits are still held: then it comes back when its
 // lease ends, as the permits of the default mode do.
 func (l *leased) shutdown() {
+	l.unroute()
 	l.mu.Lock()
 	l.closed = true
 	l.mu.Unlock()

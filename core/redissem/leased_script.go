@@ -12,11 +12,14 @@ import (
 )
 
 // The leased mode's one script: every decision about shares, after the
-// constants that every script shares (lua/const.lua).
+// constants that every script shares (lua/const.lua) and the fleet's queue
+// (lua/share_queue.lua).
 var (
 	//go:embed lua/share.lua
-	luaShare    string
-	scriptShare = redis.NewScript(luaConst + luaShare)
+	luaShare string
+	//go:embed lua/share_queue.lua
+	luaShareQueue string
+	scriptShare   = redis.NewScript(luaConst + luaShareQueue + luaShare)
 )
 
 // shareNew is share.lua's code for a process that had no entry (new,
@@ -26,8 +29,8 @@ const shareNew = 2
 // shareReply is the reply of share.lua.
 type shareReply struct {
 	code, share, limit, target, epoch, nowUS, inUse, waiting int64
-	myInUse, myWaiting                                       int64
-	hot                                                      bool
+	myInUse, myWaiting, ver                                  int64
+	hot, contended                                           bool
 }
 
 // run runs share.lua once, bounded by ctx and the operation timeout, and
@@ -37,9 +40,10 @@ func (l *leased) run(ctx context.Context, op string, newLimit int64) (shareReply
 	return l.runWithin(ctx, l.s.b.cfg.fault.opTimeout, op, shareArgs{newLimit: newLimit})
 }
 
-// shareArgs is what a beat reports (zero for the other ops).
+// shareArgs is what a beat reports (zero for the other ops); known is the
+// version of the share that the process has applied.
 type shareArgs struct {
-	demand, keep, inUse, waiting, need, newLimit int64
+	demand, keep, inUse, waiting, need, newLimit, known int64
 }
 
 // runWithin is run bounded by d (and the operation timeout) rather than by
@@ -50,22 +54,23 @@ func (l *leased) runWithin(ctx context.Context, d time.Duration, op string, a sh
 	sent := time.Now()
 	octx, cancel := context.WithTimeout(ctx, bound)
 	v, err := b.callScript(ctx, octx, scriptShare, scriptCmd(scriptShare, l.keys, l.s.limit, l.pid, op, a.demand, a.keep, a.inUse,
-		b.cfg.leaseTTL.Milliseconds(), a.newLimit, shareRotation.Milliseconds(), a.waiting, a.need, b.cfg.owner))
+		b.cfg.leaseTTL.Milliseconds(), a.newLimit, shareRotation.Milliseconds(), a.waiting, a.need, b.cfg.owner,
+		l.s.notify, a.known))
 	cancel()
 	recv := time.Now()
 	b.brk.record(classify(ctx, err, recv.Sub(sent), b.cfg.fault.opTimeout), recv)
 	if err != nil {
 		return shareReply{}, b.dials.explain(ctx, sent, err)
 	}
-	if len(v) != 11 {
+	if len(v) != 13 {
 		return shareReply{}, fmt.Errorf("redissem: unexpected share reply of %d elements", len(v))
 	}
-	n := make([]int64, 11)
+	var n [13]int64
 	for i := range v {
 		n[i], _ = v[i].(int64)
 	}
 	r := shareReply{code: n[0], share: n[1], limit: n[2], target: n[3], epoch: n[4], hot: n[5] == 1,
-		nowUS: n[6], inUse: n[7], waiting: n[8], myInUse: n[9], myWaiting: n[10]}
+		nowUS: n[6], inUse: n[7], waiting: n[8], myInUse: n[9], myWaiting: n[10], ver: n[11], contended: n[12] == 1}
 	if r.limit > 0 {
 		l.s.seen.Store(r.limit)
 	}
@@ -106,7 +111,10 @@ func (l *leased) setLimit(ctx context.Context, limit int64) error {
 		l.s.b.report(l.s.label, err)
 		return err
 	}
-	l.loc.Set(r.limit, l.loc.State().Share)
+	l.mu.Lock()
+	l.limit = r.limit
+	l.applyLocked()
+	l.mu.Unlock()
 	l.poke()
 	return nil
 }

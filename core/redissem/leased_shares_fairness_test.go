@@ -46,22 +46,28 @@ func TestLeasedRotation(t *testing.T) {
 	t.Logf("grants per process: %d, %d", counts[0].Load(), counts[1].Load())
 }
 
-// shareScript runs core/lua/share.lua as the Go code does.
+// shareScript runs lua/share.lua as the Go code does, for a process whose
+// demand beyond keep is callers of weight 1 queued locally.
 func shareScript(t *testing.T, c *redis.Client, pid, op string, demand, keep int64) []int64 {
 	t.Helper()
+	waiting, need := max(0, demand-keep), min(1, max(0, demand-keep))
 	con, err := os.ReadFile("lua/const.lua")
+	ok(t, err)
+	queue, err := os.ReadFile("lua/share_queue.lua")
 	ok(t, err)
 	src, err := os.ReadFile("lua/share.lua")
 	ok(t, err)
-	v, err := redis.NewScript(string(con)+string(src)).Run(context.Background(), c, []string{"x{s}:ls"},
-		4, pid, op, demand, keep, 0, 10000, 0, 200, 0, 0).Int64Slice()
+	v, err := redis.NewScript(string(con)+string(queue)+string(src)).Run(context.Background(), c, []string{"x{s}:ls"},
+		4, pid, op, demand, keep, 0, 10000, 0, 200, waiting, need).Int64Slice()
 	ok(t, err)
 	return v
 }
 
 // TestLeasedScriptIdempotentAndFair: a retried beat does not count a share
-// twice; the shares never sum above the limit; they are max-min fair by
-// demand; a process grows only into free capacity.
+// twice; the shares never sum above the limit; a process grows only into
+// free capacity; one that its share cannot serve is queued (starved) and
+// told nothing else, and the holders learn of it (contended); a unit given
+// back goes to it by hand-off.
 func TestLeasedScriptIdempotentAndFair(t *testing.T) {
 	c, _ := miniClient(t)
 	a1 := shareScript(t, c, "a", "beat", 10, 0)
@@ -70,20 +76,20 @@ func TestLeasedScriptIdempotentAndFair(t *testing.T) {
 		t.Fatalf("alone with demand 10: share %d then %d (code %d), want 4 twice", a1[1], a2[1], a2[0])
 	}
 	b := shareScript(t, c, "b", "beat", 1, 0)
-	if b[1] != 0 || b[3] != 1 {
-		t.Fatalf("b: share %d target %d, want 0 (no free capacity) and target 1", b[1], b[3])
+	if b[1] != 0 || b[12] != 0 {
+		t.Fatalf("b: share %d, contended %d; want 0 (no free capacity), and nobody else starved", b[1], b[12])
 	}
-	// a keeps 4 in use: it may not shrink below that yet.
+	// a keeps 4 in use: it may not shrink below that yet; b starves.
 	a3 := shareScript(t, c, "a", "beat", 10, 4)
-	if a3[1] != 4 || a3[3] != 3 {
-		t.Fatalf("a in use 4: share %d target %d, want 4 and 3", a3[1], a3[3])
+	if a3[1] != 4 || a3[12] != 1 {
+		t.Fatalf("a in use 4: share %d, contended %d; want 4 and 1", a3[1], a3[12])
 	}
-	// a released down to its target: its share shrinks, b grows.
+	// a gives one back: b, at the head of the queue, gets it.
 	a4 := shareScript(t, c, "a", "beat", 10, 3)
-	b2 := shareScript(t, c, "b", "beat", 1, 0)
-	b3 := shareScript(t, c, "b", "beat", 1, 0)
-	if a4[1] != 3 || b2[1] != 1 || b3[1] != 1 {
-		t.Fatalf("shares a %d, b %d then %d; want 3, 1, 1", a4[1], b2[1], b3[1])
+	b2 := shareScript(t, c, "b", "beat", 1, 1)
+	b3 := shareScript(t, c, "b", "beat", 1, 1)
+	if a4[1] != 3 || b2[1] != 1 || b3[1] != 1 || b2[11] != b3[11] {
+		t.Fatalf("shares a %d, b %d then %d (versions %d, %d); want 3, 1, 1 and one version", a4[1], b2[1], b3[1], b2[11], b3[11])
 	}
 	if st := shareScript(t, c, "z", "stats", 0, 0); st[2] != 4 {
 		t.Fatalf("stats limit %d, want 4", st[2])

@@ -199,6 +199,7 @@ func (b *redisBackend) semaphore(name string, limit int64, owned bool) *Semaphor
 // background. Notes come from pub/sub and from every script's reply, the
 // heartbeat's catch-up included.
 func (b *redisBackend) deliver(notes []grantNote) {
+	notes = leasedPushes(notes)
 	if len(notes) == 0 {
 		return
 	}

@@ -1,0 +1,102 @@
+package redissem
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// The leased mode's hand-off: when a process is starved (its head waiter
+// needs more than its whole share), share.lua queues it in Redis and hands
+// it freed units as they come, publishing "pid:share*2+c:version" on its
+// channel (the default mode's subscription carries it); the process
+// applies the share at once and grants from it. c tells it that another
+// process is starved: it then gives back, in the release itself, the
+// units it does not use (see release and beat).
+
+// pushRoutes maps a leased process's pid to its *leased, for the notes
+// published to it; routed counts the entries, so that the default mode
+// pays one atomic load per message when no leased semaphore exists.
+var (
+	pushRoutes sync.Map
+	routed     atomic.Int64
+)
+
+// route makes the notes to l reach it, from the start of its loop (which
+// registers it in Redis) until the loop ends (unroute).
+func (l *leased) route() {
+	if _, loaded := pushRoutes.LoadOrStore(l.pid, l); !loaded {
+		routed.Add(1)
+	}
+}
+
+func (l *leased) unroute() {
+	if _, ok := pushRoutes.LoadAndDelete(l.pid); ok {
+		routed.Add(-1)
+	}
+}
+
+// leasedPushes applies the notes addressed to leased processes and returns
+// the others, for the default mode's waiters.
+func leasedPushes(notes []grantNote) []grantNote {
+	if routed.Load() == 0 {
+		return notes
+	}
+	out := notes[:0]
+	for _, n := range notes {
+		if v, ok := pushRoutes.Load(n.id); ok {
+			v.(*leased).pushed(n.token>>1, n.token&1 == 1, n.grantUS)
+			continue
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// pushed applies a share that Redis handed to this process (version ver),
+// and whether another process is starved.
+func (l *leased) pushed(share int64, contended bool, ver int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed || ver < l.ver {
+		return // stale: a reply or a later note said more
+	}
+	// Before the reply that registers the process, the note is kept (its
+	// version is newer) and applied with that reply.
+	// A note of the version applied only tells whether others starve.
+	if share > l.share {
+		l.cap = max(l.cap, share) // handed to it: its to use
+	}
+	l.ver, l.share, l.contended = ver, share, contended
+	l.pushes++
+	l.applyLocked()
+	l.checkGiveLocked()
+}
+
+// applyLocked makes the local share what Redis holds for this process,
+// capped by its max-min target, and nothing while a give-back is in
+// flight or the share is not valid. l.mu is held.
+func (l *leased) applyLocked() {
+	local := min(l.share, l.cap)
+	if l.contended {
+		local = l.share // shares move by hand-off, not by target
+	}
+	l.shrink = l.share > local
+	if l.giving || l.giveReq || !l.registered {
+		local = 0
+	}
+	l.loc.Set(l.limit, local)
+}
+
+// checkGiveLocked asks the loop to give back the share this process does
+// not use (no caller queued here, fewer in use than its share) while
+// another process is starved. l.mu is held.
+func (l *leased) checkGiveLocked() {
+	if !l.contended || l.closed {
+		return
+	}
+	st := l.loc.State()
+	if st.WaitN == 0 && st.InUse < l.share && !l.giveReq {
+		l.giveReq = true
+		l.poke()
+	}
+}
