@@ -64,20 +64,21 @@ func TestKilledRunKillsCommandAndPermitReturns(t *testing.T) {
 	}
 }
 
-// A lost lease (every key of the semaphore deleted) stops the command:
-// SIGTERM, which it ignores, then SIGKILL after -grace; distsem exits 75.
+// A lost lease (the permit released by its id from another process, as
+// an operator would) stops the command: SIGTERM, which it ignores, then
+// SIGKILL after -grace; distsem exits 75.
 func TestLostLeaseStopsCommand(t *testing.T) {
 	t.Parallel()
 	name, prefix := uniqueName()
 	file := tempFile(t, "hold")
 	c := startHolding(t, name, prefix, file, "-ttl", "1s", "-grace", "300ms")
-	_, client := testSem(t, name, prefix, 1)
+	sem, _ := testSem(t, name, prefix, 1)
 	ctx := context.Background()
-	keys, err := client.Keys(ctx, prefix+"*").Result()
-	if err != nil || len(keys) == 0 {
-		t.Fatalf("keys of %s: %v, %v", prefix, keys, err)
+	snap, err := sem.Inspect(ctx, 10)
+	if err != nil || len(snap.Holders) != 1 {
+		t.Fatalf("holders of %s: %+v, %v", name, snap.Holders, err)
 	}
-	if err := client.Del(ctx, keys...).Err(); err != nil {
+	if err := sem.ReleaseID(ctx, snap.Holders[0].ID); err != nil {
 		t.Fatal(err)
 	}
 	if code := exitCode(t, c.cmd); code != exitTempFail {
