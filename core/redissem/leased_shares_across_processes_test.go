@@ -151,15 +151,7 @@ func TestLeasedMultiProcess(t *testing.T) {
 		}()
 	}
 	<-lateDone
-	for _, in := range ins {
-		ok(t, in.Close())
-	}
-	wg.Wait()
-	for i, cmd := range cmds {
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("child %d: %v", i, err)
-		}
-	}
+	stopChildren(t, ins, &wg, cmds)
 
 	// Fleet-wide holders, from the grant and release instants.
 	var held []interval
@@ -234,4 +226,20 @@ func TestLeasedCrashReturnsShare(t *testing.T) {
 	t.Logf("share back %v after SIGKILL (lease TTL %v)", time.Since(killed), ttl)
 	ok(t, p.Release(context.Background()))
 	wantStats(t, s, 0, 0)
+}
+
+// stopChildren closes the children's stdin (their signal to finish),
+// waits for the goroutines that read them, then for each child to exit,
+// failing t on a child's failure.
+func stopChildren(t *testing.T, ins []io.WriteCloser, wg *sync.WaitGroup, cmds []*exec.Cmd) {
+	t.Helper()
+	for _, in := range ins {
+		ok(t, in.Close())
+	}
+	wg.Wait()
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("child %d: %v", i, err)
+		}
+	}
 }

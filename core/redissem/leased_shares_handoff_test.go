@@ -65,15 +65,7 @@ func TestLeasedLimitOneHandsOffAcrossProcesses(t *testing.T) {
 		}()
 	}
 	<-enough
-	for _, in := range ins {
-		ok(t, in.Close())
-	}
-	wg.Wait()
-	for i, cmd := range cmds {
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("child %d: %v", i, err)
-		}
-	}
+	stopChildren(t, ins, &wg, cmds)
 
 	var held []interval
 	for _, g := range grants {
