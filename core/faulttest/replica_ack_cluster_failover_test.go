@@ -37,7 +37,7 @@ func staleReplicaPromotedCluster(t *testing.T, ack bool) {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	const name = "stale-replica"
-	// Each client its own copy of the seed addresses: go-redis appends the
+	// Each client its own copy of the start-up addresses: go-redis appends the
 	// addresses it learns (the proxy's) to that slice, in place.
 	admin := redis.NewClusterClient(&redis.ClusterOptions{Addrs: slices.Clone(set.Addrs)})
 	defer admin.Close()
