@@ -133,34 +133,8 @@ func TestReplicaAckShortfall(t *testing.T) {
 // replica has it: while the replica is stalled the waiter is not granted;
 // once it is back, it is.
 func TestReplicaAckHandOffWaitsForReplica(t *testing.T) {
-	_, replica, mc, _ := replicaPair(t)
-	opts := []redissem.Option{redissem.WithReplicaAck(1, 150*time.Millisecond), redissem.WithDefaultLeaseTTL(time.Second)}
-	c2 := redis.NewClient(&redis.Options{Addr: mc.Options().Addr})
-	defer c2.Close()
-	a := redissem.New(mc, "ack-handoff", 1, opts...)
-	defer a.Close()
-	b := redissem.New(c2, "ack-handoff", 1, opts...)
-	defer b.Close()
 	ctx := context.Background()
-	p, err := a.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	type res struct {
-		p   *core.Permit
-		err error
-	}
-	got := make(chan res, 1)
-	go func() {
-		actx, cancel := context.WithTimeout(ctx, 20*time.Second)
-		defer cancel()
-		q, err := b.Acquire(actx)
-		got <- res{q, err}
-	}()
-	testwait.Until(t, 5*time.Second, "the second Acquire did not queue", func() bool {
-		st, err := a.Stats(ctx)
-		return err == nil && st.Waiting == 1
-	})
+	replica, p, got := queuedHandOff(t, "ack-handoff", redissem.WithReplicaAck(1, 150*time.Millisecond), redissem.WithDefaultLeaseTTL(time.Second))
 	replica.Pause()
 	if err := p.Release(ctx); err != nil {
 		t.Fatal(err)
@@ -188,33 +162,16 @@ func TestReplicaAckHandOffWaitsForReplica(t *testing.T) {
 // does (the releasing process tries again), well before the waiter's
 // heartbeat (a third of its 30 s lease) would.
 func TestReplicaAckHandOffAnnouncedOnceReplicaCatchesUp(t *testing.T) {
-	_, replica, mc, _ := replicaPair(t)
-	opts := []redissem.Option{redissem.WithReplicaAck(1, 100*time.Millisecond), redissem.WithDefaultLeaseTTL(30 * time.Second)}
-	c2 := redis.NewClient(&redis.Options{Addr: mc.Options().Addr})
-	defer c2.Close()
-	a := redissem.New(mc, "ack-later", 1, opts...)
-	defer a.Close()
-	b := redissem.New(c2, "ack-later", 1, opts...)
-	defer b.Close()
 	ctx := context.Background()
-	p, err := a.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	replica, p, granted := queuedHandOff(t, "ack-later", redissem.WithReplicaAck(1, 100*time.Millisecond), redissem.WithDefaultLeaseTTL(30*time.Second))
 	got := make(chan error, 1)
 	go func() {
-		actx, cancel := context.WithTimeout(ctx, 20*time.Second)
-		defer cancel()
-		q, err := b.Acquire(actx)
-		if err == nil {
-			err = q.Release(ctx)
+		r := <-granted
+		if r.err == nil {
+			r.err = r.p.Release(ctx)
 		}
-		got <- err
+		got <- r.err
 	}()
-	testwait.Until(t, 5*time.Second, "the second Acquire did not queue", func() bool {
-		st, err := a.Stats(ctx)
-		return err == nil && st.Waiting == 1
-	})
 	replica.Pause()
 	if err := p.Release(ctx); err != nil {
 		t.Fatal(err)
@@ -235,4 +192,41 @@ func TestReplicaAckHandOffAnnouncedOnceReplicaCatchesUp(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the hand-off was not announced within 5s of the replica coming back (the heartbeat is 10s away)")
 	}
+}
+
+// handOffResult is what the queued Acquire of queuedHandOff got.
+type handOffResult struct {
+	p   *core.Permit
+	err error
+}
+
+// queuedHandOff starts a master with a replica and two processes sharing
+// semaphore name of limit 1 (opts): the first holds the permit it returns,
+// the second's Acquire (20 s timeout) is queued, and its result arrives on
+// the channel. It returns the replica to stall.
+func queuedHandOff(t *testing.T, name string, opts ...redissem.Option) (*servertest.RedisServer, *core.Permit, <-chan handOffResult) {
+	t.Helper()
+	_, replica, mc, _ := replicaPair(t)
+	c2 := redis.NewClient(&redis.Options{Addr: mc.Options().Addr})
+	t.Cleanup(func() { _ = c2.Close() })
+	a := redissem.New(mc, name, 1, opts...)
+	b := redissem.New(c2, name, 1, opts...)
+	t.Cleanup(func() { _ = b.Close(); _ = a.Close() })
+	ctx := context.Background()
+	p, err := a.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan handOffResult, 1)
+	go func() {
+		actx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		q, err := b.Acquire(actx)
+		got <- handOffResult{q, err}
+	}()
+	testwait.Until(t, 5*time.Second, "the second Acquire did not queue", func() bool {
+		st, err := a.Stats(ctx)
+		return err == nil && st.Waiting == 1
+	})
+	return replica, p, got
 }
