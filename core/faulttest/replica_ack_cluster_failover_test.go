@@ -84,13 +84,9 @@ func staleReplicaPromotedCluster(t *testing.T, ack bool) {
 				return false
 			}
 		}
-		p := mc.Pipeline()
-		p.Set(ctx, "{stale-replica}ready", 1, 0)
-		w := p.Do(ctx, "wait", 1, 100)
-		_, _ = p.Exec(ctx)
-		n, _ := w.Int()
-		return n == 1
+		return true
 	})
+	servertest.AwaitReplicaAck(t, mc, "{stale-replica}ready", 30*time.Second)
 
 	const limit, procs, per = 4, 2, 4
 	h := newHolds()

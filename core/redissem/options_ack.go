@@ -55,7 +55,11 @@ var ErrReplicaAck = errors.New("redissem: too few replicas acknowledged the writ
 // and is).
 //
 // Every acknowledged call waits for the slowest of its n replicas, and a
-// call whose replicas are behind waits up to timeout. It panics unless n >=
+// call whose replicas are behind waits up to timeout. A replica that has
+// just finished a full sync (a new replica, or one that follows a newly
+// promoted master) may acknowledge nothing until its first periodic ACK,
+// up to a second later (measured on Redis 7.0): a timeout below that makes
+// calls in that second fail. It panics unless n >=
 // 1 and 0 < timeout < the operation timeout (WithOperationTimeout, 1s by
 // default). NewLeased, NewLeasedKeyed, NewQuorum and NewAllOf do not take
 // it: they panic naming it.

@@ -3,6 +3,7 @@ package redissem_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,20 +42,17 @@ func TestReplicaAckCluster(t *testing.T) {
 		return cn.ReadOnly(ctx).Err()
 	}})
 	defer replica.Close()
-	// The replicas acknowledge writes once they are online.
-	testwait.Until(t, 20*time.Second, "the replicas did not acknowledge writes", func() bool {
-		for _, a := range set.Addrs[:2] {
-			c := redis.NewClient(&redis.Options{Addr: a})
-			p := c.Pipeline()
-			p.Incr(ctx, "{"+name+"}ready") // MOVED on the other master: no matter
-			w := p.Do(ctx, "wait", 1, 100)
-			_, _ = p.Exec(ctx)
-			c.Close()
-			if n, _ := w.Int(); n != 1 {
-				return false
-			}
-		}
-		return true
+	// The slot's replica acknowledges writes; the other replica is online.
+	own0 := redis.NewClient(&redis.Options{Addr: set.Addrs[own]})
+	defer own0.Close()
+	servertest.AwaitReplicaAck(t, own0, "{"+name+"}ready", 20*time.Second)
+	other := redis.NewClient(&redis.Options{Addr: set.Addrs[2+1-own], OnConnect: func(ctx context.Context, cn *redis.Conn) error {
+		return cn.ReadOnly(ctx).Err()
+	}})
+	defer other.Close()
+	testwait.Until(t, 20*time.Second, "the other master's replica is not in sync", func() bool {
+		info, err := other.Info(ctx, "replication").Result()
+		return err == nil && strings.Contains(info, "master_link_status:up")
 	})
 	sem := redissem.New(cc, name, 1, redissem.WithReplicaAck(1, time.Second), redissem.WithOperationTimeout(5*time.Second))
 	defer sem.Close()
@@ -71,6 +69,7 @@ func TestReplicaAckCluster(t *testing.T) {
 	p, err := sem.TryAcquire(ctx)
 	set.Resume(set.Addrs[2+1-own])
 	if err != nil {
+		logReplication(t, set.Addrs[own])
 		t.Fatalf("Acquire with the other master's replica stalled: %v", err)
 	}
 	if v, err := replica.HGet(ctx, "distsem:{"+name+"}:m", "used").Result(); err != nil || v != "1" {
@@ -84,4 +83,13 @@ func TestReplicaAckCluster(t *testing.T) {
 	if _, err := sem.TryAcquire(ctx); !errors.Is(err, redissem.ErrReplicaAck) {
 		t.Fatalf("Acquire with the slot's replica stalled: %v, want ErrReplicaAck", err)
 	}
+}
+
+// logReplication logs what the node at addr says of its replication, for a
+// failure's diagnosis.
+func logReplication(t *testing.T, addr string) {
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	info, err := c.Info(context.Background(), "replication").Result()
+	t.Logf("INFO replication of %s (%v):\n%s", addr, err, info)
 }

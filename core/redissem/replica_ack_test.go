@@ -27,17 +27,7 @@ func replicaPair(t *testing.T) (master, replica *servertest.RedisServer, mc, rc 
 	mc = redis.NewClient(&redis.Options{Addr: master.Addr()})
 	rc = redis.NewClient(&redis.Options{Addr: replica.Addr()})
 	t.Cleanup(func() { mc.Close(); rc.Close() })
-	// A write acknowledged: the first ones after the initial sync may not
-	// be, for a while.
-	testwait.Until(t, 20*time.Second, "the replica did not acknowledge a write", func() bool {
-		ctx := context.Background()
-		p := mc.Pipeline()
-		p.Set(ctx, "replica-pair-ready", 1, 0)
-		w := p.Do(ctx, "wait", 1, 100)
-		_, err := p.Exec(ctx)
-		n, _ := w.Int()
-		return err == nil && n == 1
-	})
+	servertest.AwaitReplicaAck(t, mc, "replica-pair-ready", 20*time.Second)
 	return master, replica, mc, rc
 }
 
@@ -55,6 +45,24 @@ func used(t *testing.T, c *redis.Client, name string) int64 {
 	return n
 }
 
+// acquireWhileHealthy acquires a permit of sem, whose replica is healthy,
+// for a test's set-up. On a loaded machine the replica may miss a short
+// WithReplicaAck timeout; the grant is then given back, and it tries again
+// (at most 5 times).
+func acquireWhileHealthy(t *testing.T, sem *redissem.Semaphore) *core.Permit {
+	t.Helper()
+	for try := 1; ; try++ {
+		p, err := sem.Acquire(context.Background())
+		if err == nil {
+			return p
+		}
+		if !errors.Is(err, redissem.ErrReplicaAck) || try == 5 {
+			t.Fatalf("Acquire with the replica healthy (try %d): %v", try, err)
+		}
+		t.Logf("try %d: %v", try, err)
+	}
+}
+
 // errorLog collects what WithOnError reports.
 type errorLog struct {
 	mu   sync.Mutex
@@ -62,6 +70,8 @@ type errorLog struct {
 }
 
 func (l *errorLog) add(err error) { l.mu.Lock(); l.errs = append(l.errs, err); l.mu.Unlock() }
+
+func (l *errorLog) reset() { l.mu.Lock(); l.errs = nil; l.mu.Unlock() }
 
 func (l *errorLog) has(target error) bool {
 	l.mu.Lock()
@@ -78,7 +88,9 @@ func (l *errorLog) has(target error) bool {
 // the time Acquire and Release return.
 func TestReplicaAckWriteIsOnReplicaWhenCallReturns(t *testing.T) {
 	_, _, mc, rc := replicaPair(t)
-	sem := redissem.New(mc, "ack-on-replica", 2, redissem.WithReplicaAck(1, 500*time.Millisecond))
+	// The replica is healthy: a generous timeout, as a loaded machine may
+	// take a while to schedule it.
+	sem := redissem.New(mc, "ack-on-replica", 2, redissem.WithReplicaAck(1, 4*time.Second), redissem.WithOperationTimeout(5*time.Second))
 	defer sem.Close()
 	ctx := context.Background()
 	for range 20 {
@@ -108,13 +120,11 @@ func TestReplicaAckShortfall(t *testing.T) {
 	sem := redissem.New(mc, "ack-short", 2, redissem.WithReplicaAck(1, 200*time.Millisecond), redissem.WithOnError(log.add))
 	defer sem.Close()
 	ctx := context.Background()
-	held, err := sem.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	held := acquireWhileHealthy(t, sem)
+	log.reset() // only what follows the stall counts
 	replica.Pause()
 	defer replica.Resume()
-	_, err = sem.Acquire(ctx)
+	_, err := sem.Acquire(ctx)
 	if !errors.Is(err, redissem.ErrReplicaAck) || !errors.Is(err, core.ErrUnavailable) {
 		t.Fatalf("Acquire with the replica stalled: %v, want an error wrapping ErrReplicaAck and ErrUnavailable", err)
 	}
@@ -213,10 +223,7 @@ func queuedHandOff(t *testing.T, name string, opts ...redissem.Option) (*servert
 	b := redissem.New(c2, name, 1, opts...)
 	t.Cleanup(func() { _ = b.Close(); _ = a.Close() })
 	ctx := context.Background()
-	p, err := a.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := acquireWhileHealthy(t, a)
 	got := make(chan handOffResult, 1)
 	go func() {
 		actx, cancel := context.WithTimeout(ctx, 20*time.Second)
