@@ -47,17 +47,11 @@
 //
 // # Writing a backend
 //
-// A backend outside this package builds on a few names that users of a
-// backend never need: NewPermit (with Grant, Releaser and LeaseSetter)
-// makes the permits it hands out, and WrapPermit those of a semaphore that
-// wraps another (core/adaptive); ResolveOptions (BackendConfig) and
-// ResolveAcquire (AcquireSpec) read the options; WaitError is the error of
-// a wait that ctx ended; NewKeyed (Key, LimitSemaphore) makes its keyed
-// semaphore; Share is the in-process side of a backend that leases shares
-// of a limit; FailurePolicy's Open and LocalLimit say what the policy
-// grants. core/redissem and core/consul are built on these and on the API
-// above, with no access to core's internals; core/semtest is the
-// conformance suite that checks a backend.
+// A backend builds on the API above and on package core/backend, the
+// extension point: it makes the permits a backend hands out, reads the
+// options, and makes a keyed semaphore of any backend. core/redissem and
+// core/consul are built on these, with no access to core's internals;
+// core/semtest is the conformance suite that checks a backend.
 //
 // # Untrusted input
 //

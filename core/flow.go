@@ -50,17 +50,7 @@ func (a *acquireConfig) checkFlow() error {
 		return invalid("flow: %s", why)
 	}
 	if len(a.flow) > MaxKeyLen {
-		a.flow = newKeyID(a.flow).label(a.flow)
-	}
-	return nil
-}
-
-// RefuseFlow returns an ErrInvalidArgument error naming backend if the
-// call asks for a flow or a level other than 0, for a backend that has
-// neither.
-func (a AcquireSpec) RefuseFlow(backend string) error {
-	if a.Flow != "" || a.Level != 0 {
-		return invalid("%s has no flows or priority levels (WithFlow, WithLevel)", backend)
+		a.flow = names.NewKeyID(a.flow).Label(a.flow)
 	}
 	return nil
 }

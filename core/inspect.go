@@ -102,15 +102,6 @@ var defaultOwner = sync.OnceValue(DefaultOwner)
 // "unknown") and the process id, cut to MaxOwnerLen bytes.
 func DefaultOwner() string { return names.Owner(MaxOwnerLen) }
 
-// CheckInspectLimit returns an ErrInvalidArgument error unless limit is in
-// [1, MaxInspectLimit], for backends outside this package.
-func CheckInspectLimit(limit int) error {
-	if limit < 1 || limit > MaxInspectLimit {
-		return invalid("inspect limit %d must be in [1, %d]", limit, MaxInspectLimit)
-	}
-	return nil
-}
-
 // Inspect lists the holders and waiters of key's semaphore; see
 // Inspector. Its semaphore is made if the key has none in this process, as
 // Stats does. A key's semaphore that is no Inspector (of a backend outside

@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"sync"
+
+	"github.com/distsem/distsem/core/internal/names"
 )
 
 // KeyedSemaphore hands out permits per key: one semaphore per route,
@@ -52,17 +54,17 @@ type Keyed struct {
 	closing sync.WaitGroup                          // closes of evicted semaphores, waited for by Close
 
 	mu      sync.Mutex
-	entries map[keyID]*keyedEntry
+	entries map[names.KeyID]*keyedEntry
 	idle    keyedEntry // sentinel of the idle ring, most recently idle first
 	nIdle   int
-	limits  map[keyID]int64
-	fair    map[keyID]Fairness // SetFairness of in-process keys, for when they are made again
+	limits  map[names.KeyID]int64
+	fair    map[names.KeyID]Fairness // SetFairness of in-process keys, for when they are made again
 	closed  bool
 }
 
 type keyedEntry struct {
 	k          *Keyed
-	key        keyID
+	key        names.KeyID
 	sem        LimitSemaphore
 	local      *Local // sem, when it is a Local: its permits are e's (NewLocalKeyed)
 	refs       int
@@ -93,12 +95,12 @@ func NewLocalKeyed(defaultLimit int64, opts ...Option) *Keyed {
 
 func newKeyed(def int64, cfg config, newSem func(Key, int64) LimitSemaphore, closeFn func() error) *Keyed {
 	checkLimit("keyed semaphore default limit", def)
-	limits := make(map[keyID]int64, len(cfg.limits))
+	limits := make(map[names.KeyID]int64, len(cfg.limits))
 	for k, v := range cfg.limits { // validated by buildConfig
-		limits[newKeyID(k).keep()] = v
+		limits[names.NewKeyID(k).Keep()] = v
 	}
 	k := &Keyed{def: def, maxIdle: cfg.maxIdle, newSem: newSem, closeFn: closeFn,
-		entries: make(map[keyID]*keyedEntry), limits: limits}
+		entries: make(map[names.KeyID]*keyedEntry), limits: limits}
 	k.idle.prev, k.idle.next = &k.idle, &k.idle
 	return k
 }
@@ -157,7 +159,7 @@ func (e *keyedEntry) release(ctx context.Context, p *Permit) error {
 }
 
 func (k *Keyed) ref(key string) (*keyedEntry, error) {
-	id := newKeyID(key) // hashes a long key: outside the lock
+	id := names.NewKeyID(key) // hashes a long key: outside the lock
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.closed {
@@ -169,8 +171,8 @@ func (k *Keyed) ref(key string) (*keyedEntry, error) {
 		if !ok {
 			limit = k.def
 		}
-		id = id.keep()
-		e = &keyedEntry{k: k, key: id, sem: k.newSem(id.public(key), limit)}
+		id = id.Keep()
+		e = &keyedEntry{k: k, key: id, sem: k.newSem(Key{Label: id.Label(key), id: id}, limit)}
 		if l, ok := e.sem.(*Local); ok {
 			// No permit of l exists yet, and l is not shared: from now
 			// on its permits are e's (see NewLocalKeyed).
@@ -277,7 +279,7 @@ func (k *Keyed) SetFairness(ctx context.Context, key string, f Fairness) error {
 	if e.local != nil {
 		k.mu.Lock()
 		if k.fair == nil {
-			k.fair = make(map[keyID]Fairness)
+			k.fair = make(map[names.KeyID]Fairness)
 		}
 		k.fair[e.key] = f
 		k.mu.Unlock()
@@ -303,8 +305,8 @@ func (k *Keyed) Len() int {
 	return len(k.entries)
 }
 
-// Close fails later calls with ErrClosed and closes the backend: see
-// (*Redis).Close for what happens to permits held and calls queued. It is
+// Close fails later calls with ErrClosed and closes the backend: see the
+// backend's Close for what happens to permits held and calls queued. It is
 // safe to call more than once.
 func (k *Keyed) Close() error {
 	k.mu.Lock()

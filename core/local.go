@@ -56,6 +56,9 @@ type Local struct {
 	// on the queue is fair, and state stays frozen.
 	lvl    *[MaxLevels]permitExt
 	closed bool // state stays frozen once closed
+	// reserve is the permits held back from callers: a backend's share
+	// (local_share.go); 0 otherwise.
+	reserve int64
 	// held is nil until the first Inspect, and then records the permits
 	// granted since (local_inspect.go). The state stays frozen from then
 	// on, so that every grant and release takes mu.
@@ -250,17 +253,22 @@ func (s *Local) SetLimit(_ context.Context, limit int64) error {
 	}
 	s.mu.Lock()
 	s.freeze()
+	s.setLimitLocked(limit)
+	s.settle()
+	s.mu.Unlock()
+	return nil
+}
+
+// setLimitLocked makes limit the limit. Every queued request heavier than
+// it fails now, not only when it reaches the head. s.mu must be held, and
+// s frozen.
+func (s *Local) setLimitLocked(limit int64) {
 	s.free += limit - s.limit
 	s.limit = limit
 	if s.lvl != nil {
 		s.waiters.Fair(fair.Reserves(s.cfg.fair.Reserves, limit), s.cfg.fair.Weights, 0)
 	}
-	// Every queued request heavier than the new limit fails now, not only
-	// when it reaches the head.
 	s.failHeavier(limit)
-	s.settle()
-	s.mu.Unlock()
-	return nil
 }
 
 // Stats returns the current limit, permits in use and queued waiters. It

@@ -80,8 +80,8 @@ var _ Inspector = (*Local)(nil)
 // granted or released during the first Inspect, which may be counted as a
 // holder or not).
 func (s *Local) Inspect(_ context.Context, limit int) (Snapshot, error) {
-	if err := CheckInspectLimit(limit); err != nil {
-		return Snapshot{}, err
+	if limit < 1 || limit > MaxInspectLimit {
+		return Snapshot{}, invalid("inspect limit %d must be in [1, %d]", limit, MaxInspectLimit)
 	}
 	snap := Snapshot{At: time.Now()}
 	s.mu.Lock()

@@ -24,22 +24,13 @@ const (
 	EventBackendError
 )
 
+var eventKinds = [...]string{"unknown", "wait", "acquired", "abandoned", "released", "lost", "backend_error"}
+
 func (k EventKind) String() string {
-	switch k {
-	case EventWait:
-		return "wait"
-	case EventAcquired:
-		return "acquired"
-	case EventAbandoned:
-		return "abandoned"
-	case EventReleased:
-		return "released"
-	case EventLost:
-		return "lost"
-	case EventBackendError:
-		return "backend_error"
+	if k < 0 || int(k) >= len(eventKinds) {
+		k = 0
 	}
-	return "unknown"
+	return eventKinds[k]
 }
 
 // Event is what an Observer receives.

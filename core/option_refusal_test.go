@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/backend"
 )
 
 // A constructor refuses, by name, every option it cannot honour, instead of
@@ -22,9 +23,9 @@ func TestConstructorsRefuseOptionsTheyCannotHonour(t *testing.T) {
 		{"NewLocal WithFailurePolicy", "NewLocal does not take WithFailurePolicy", func() { core.NewLocal(1, core.WithFailurePolicy(core.FailOpen)) }},
 		{"NewLocal WithOnError", "NewLocal does not take WithOnError", func() { core.NewLocal(1, core.WithOnError(func(error) {})) }},
 		{"NewLocalKeyed WithName", "NewLocalKeyed does not take WithName", func() { core.NewLocalKeyed(1, core.WithName("n")) }},
-		{"NewShare WithMaxIdleKeys", "NewShare does not take WithMaxIdleKeys", func() { core.NewShare("s", 1, core.WithMaxIdleKeys(2)) }},
-		{"ResolveOptions WithName", "ResolveOptions does not take WithName", func() { core.ResolveOptions(core.WithName("n")) }},
-		{"NewKeyed WithName", "NewKeyed does not take WithName", func() { core.NewKeyed("k", 1, newSem, nil, core.WithName("n")) }},
+		{"NewShare WithMaxIdleKeys", "NewShare does not take WithMaxIdleKeys", func() { backend.NewShare("s", 1, core.WithMaxIdleKeys(2)) }},
+		{"ResolveOptions WithName", "ResolveOptions does not take WithName", func() { backend.ResolveOptions(core.WithName("n")) }},
+		{"NewKeyed WithName", "NewKeyed does not take WithName", func() { backend.NewKeyed("k", 1, newSem, nil, core.WithName("n")) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			defer func() {
@@ -39,7 +40,7 @@ func TestConstructorsRefuseOptionsTheyCannotHonour(t *testing.T) {
 	// What they take, they take.
 	core.NewLocal(1, core.WithObserver(core.ObserverFunc(func(core.Event) {})), core.WithName("db"))
 	core.NewLocalKeyed(1, core.WithLimits(map[string]int64{"a": 2}), core.WithMaxIdleKeys(1)).Close()
-	if cfg := core.ResolveOptions(core.WithKeyPrefix("p:"), core.WithLimits(nil)); cfg.KeyPrefix != "p:" || !cfg.Keyed {
+	if cfg := backend.ResolveOptions(core.WithKeyPrefix("p:"), core.WithLimits(nil)); cfg.KeyPrefix != "p:" || !cfg.Keyed {
 		t.Fatalf("ResolveOptions = %+v, want prefix p: and Keyed", cfg)
 	}
 }

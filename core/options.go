@@ -16,9 +16,9 @@ import (
 //
 //   - NewLocal takes WithName and WithObserver.
 //   - NewLocalKeyed takes WithObserver, WithLimits and WithMaxIdleKeys.
-//   - A network backend (ResolveOptions) takes WithKeyPrefix,
+//   - A network backend (backend.ResolveOptions) takes WithKeyPrefix,
 //     WithDefaultLeaseTTL, WithObserver, WithFailurePolicy and WithOnError,
-//     and its keyed constructor (NewKeyed) also WithLimits and
+//     and its keyed constructor (backend.NewKeyed) also WithLimits and
 //     WithMaxIdleKeys.
 //
 // Every constructor also panics on a nil Option, a key prefix with '{' or
@@ -258,4 +258,15 @@ func (p FailurePolicy) String() string {
 		return fmt.Sprintf("fail-local(%d)", p.fallback)
 	}
 	return "fail-closed"
+}
+
+// Open reports whether the policy is FailOpen.
+func (p FailurePolicy) Open() bool { return p.mode == policyOpen }
+
+// LocalLimit returns k for FailLocal(k), and 0 for any other policy.
+func (p FailurePolicy) LocalLimit() int64 {
+	if p.mode == policyLocal {
+		return p.fallback
+	}
+	return 0
 }

@@ -55,10 +55,10 @@ type Permit struct {
 
 type permitExt struct {
 	owner   releaser      // nil for a permit of a backend outside this package: see ext
-	ext     Releaser      // the Releaser given to NewPermit; nil for this package's permits
+	ext     extReleaser   // a backend's outside this package (backend.NewPermit); nil for this package's permits
 	lost    chan struct{} // nil: the lease can never be lost
 	inner   *Permit       // the wrapped permit: a Redis key's (Keyed), the held one (nested), the local share's (leased)
-	id      string        // the backend's handle (Grant.ID); empty for Local
+	id      string        // the backend's handle (backend.Grant.ID); empty for Local
 	grantUS int64         // the backend's time of the grant, microseconds; 0 if unknown
 }
 

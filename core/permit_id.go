@@ -69,7 +69,7 @@ func (p *Permit) SetLeaseTTL(ctx context.Context, ttl time.Duration) error {
 		return nil
 	}
 	if p.ext != nil {
-		ls, ok := p.ext.(LeaseSetter)
+		ls, ok := p.ext.(leaseSetter)
 		if !ok {
 			return invalid("this permit's backend cannot change its lease")
 		}

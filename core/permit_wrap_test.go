@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/backend"
 )
 
 // countingReleaser releases the inner permit and counts its calls.
@@ -24,7 +25,7 @@ func TestWrapPermitStandsForInner(t *testing.T) {
 	inner, err := sem.Acquire(ctx)
 	ok(t, err)
 	r := &countingReleaser{inner: inner}
-	p := core.WrapPermit(inner, r)
+	p := backend.WrapPermit(inner, r)
 	if p.Token() != inner.Token() || p.Weight() != inner.Weight() || p.Lost() != inner.Lost() || p.ID() != inner.ID() {
 		t.Fatalf("wrapped permit differs from inner: token %d/%d weight %d/%d", p.Token(), inner.Token(), p.Weight(), inner.Weight())
 	}
@@ -44,5 +45,5 @@ func TestWrapPermitRefusesNil(t *testing.T) {
 			t.Fatal("WrapPermit(nil, r) did not panic")
 		}
 	}()
-	core.WrapPermit(nil, &countingReleaser{})
+	backend.WrapPermit(nil, &countingReleaser{})
 }

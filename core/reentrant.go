@@ -199,10 +199,12 @@ func reenter(ctx context.Context, opts []AcquireOption, same func(releaser) bool
 		if !same(held.owner) || held.Released() || isClosed(held.lost) {
 			continue
 		}
-		weight, err := nestedWeight(opts)
+		// Checked as the backend would: a nested acquire never reaches it.
+		a, err := buildAcquire(minLeaseTTL, opts)
 		if err != nil {
 			return nil, true, err
 		}
+		weight := a.weight
 		if ctx.Err() != nil {
 			return nil, true, ctxError(ctx, "nested")
 		}
@@ -224,24 +226,4 @@ func isClosed(c <-chan struct{}) bool {
 	default:
 		return false
 	}
-}
-
-// nestedWeight is the weight opts ask for (1 if they do not say). A nil
-// option, or a weight outside [1, MaxLimit], is an ErrInvalidArgument
-// error: a nested acquire never reaches the backend's own check.
-func nestedWeight(opts []AcquireOption) (int64, error) {
-	if len(opts) == 0 {
-		return 1, nil
-	}
-	a := acquireConfig{weight: 1}
-	for _, o := range opts {
-		if o == nil {
-			return 0, invalid("nil AcquireOption")
-		}
-		o(&a)
-	}
-	if a.weight <= 0 || a.weight > MaxLimit {
-		return 0, invalid("weight %d must be in [1, %d]", a.weight, MaxLimit)
-	}
-	return a.weight, nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/backend"
 )
 
 // Limiter is a semaphore whose limit follows the protected resource. It
@@ -22,7 +23,7 @@ import (
 // fleet's samples and stores it with the semaphore's SetLimit.
 //
 // Acquire and TryAcquire are the wrapped semaphore's, and so are their
-// guarantees and errors; its permits are wrapped by core.WrapPermit (same
+// guarantees and errors; its permits are wrapped by backend.WrapPermit (same
 // token, lease, Lost and ID). Manage the wrapped semaphore itself (Close,
 // Stats); Close the Limiter before it.
 type Limiter struct {
@@ -146,7 +147,7 @@ type held struct {
 }
 
 func (l *Limiter) wrap(p *core.Permit) *core.Permit {
-	return core.WrapPermit(p, &held{l: l, inner: p, start: time.Now()})
+	return backend.WrapPermit(p, &held{l: l, inner: p, start: time.Now()})
 }
 
 // ReleasePermit releases the wrapped permit and records its sample: the

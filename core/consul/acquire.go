@@ -12,10 +12,11 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/backend"
 )
 
 func (s *Semaphore) acquire(ctx context.Context, try bool, opts []core.AcquireOption) (*core.Permit, error) {
-	a, err := core.ResolveAcquire(s.cfg.LeaseTTL, opts...)
+	a, err := backend.ResolveAcquire(s.cfg.LeaseTTL, opts...)
 	if err == nil {
 		err = a.RefuseFlow("a Consul semaphore")
 	}
@@ -26,7 +27,7 @@ func (s *Semaphore) acquire(ctx context.Context, try bool, opts []core.AcquireOp
 		return nil, fmt.Errorf("%w: WithLeaseTTL on %q: every permit of a Consul semaphore has its session's TTL", core.ErrInvalidArgument, s.name)
 	}
 	if ctx.Err() != nil {
-		return nil, core.WaitError(ctx, s.name)
+		return nil, backend.WaitError(ctx, s.name)
 	}
 	var p *core.Permit
 	if sn := s.last.Load(); try || sn == nil || len(sn.queue) == 0 && sn.used+a.Weight <= sn.st.Limit {
@@ -54,7 +55,7 @@ func (s *Semaphore) errorOf(ctx, caller context.Context, op string, err error) e
 	case errors.Is(context.Cause(ctx), core.ErrClosed):
 		return core.ErrClosed
 	case caller.Err() != nil:
-		return core.WaitError(caller, s.name)
+		return backend.WaitError(caller, s.name)
 	case errors.Is(err, core.ErrClosed), errors.Is(err, core.ErrInvalidArgument):
 		return err
 	}
@@ -258,7 +259,7 @@ func (s *Semaphore) enqueue(ctx context.Context, id string, w int64, note, sid s
 // granted makes the permit of holder id and tracks it for renewal.
 func (s *Semaphore) granted(ctx context.Context, id string, w int64, sid string, token uint64, at time.Time) *core.Permit {
 	h := &holder{s: s, id: id, sid: sid, weight: w, lost: make(chan struct{}), ctx: ctx}
-	p := core.NewPermit(h, core.Grant{Weight: w, Token: int64(token), GrantedAt: at, Lost: h.lost, ID: id})
+	p := backend.NewPermit(h, backend.Grant{Weight: w, Token: int64(token), GrantedAt: at, Lost: h.lost, ID: id})
 	s.sess.hold(h)
 	return p
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/backend"
 )
 
 // Semaphore is a counting, weighted, FIFO semaphore shared by every process
@@ -27,7 +28,7 @@ type Semaphore struct {
 	prefix   string // every key of the semaphore starts with it
 	lockKey  string
 	limit    int64 // configured; the limit stored in Consul wins
-	cfg      core.BackendConfig
+	cfg      backend.Config
 	fallback *core.Local
 	sess     *sessions
 	idBase   string
@@ -77,14 +78,14 @@ func New(client *api.Client, name string, limit int64, opts ...core.Option) *Sem
 	if name == "" || strings.IndexFunc(name, func(r rune) bool { return r == '/' || unicode.IsSpace(r) }) >= 0 {
 		panic(fmt.Sprintf("consul: semaphore name %q must be non-empty, without '/' or white space", name))
 	}
-	cfg := core.ResolveOptions(opts...)
+	cfg := backend.ResolveOptions(opts...)
 	if cfg.Keyed {
 		panic("consul: New does not take core.WithLimits or core.WithMaxIdleKeys: they configure NewKeyed")
 	}
 	return newSemaphore(client, name, name, limit, cfg)
 }
 
-func newSemaphore(client *api.Client, name, label string, limit int64, cfg core.BackendConfig) *Semaphore {
+func newSemaphore(client *api.Client, name, label string, limit int64, cfg backend.Config) *Semaphore {
 	prefix := cfg.KeyPrefix + name + "/"
 	s := &Semaphore{kv: client.KV(), txn: client.Txn(), name: name, label: label, prefix: prefix, lockKey: prefix + lockName,
 		limit: limit, cfg: cfg, idBase: rand.Text()[:16] + "."}
@@ -223,7 +224,7 @@ func (s *Semaphore) observe(e core.Event) {
 func (s *Semaphore) failed(ctx context.Context, err error, try bool, opts []core.AcquireOption, weight int64) (*core.Permit, error) {
 	switch {
 	case s.cfg.Policy.Open():
-		return core.NewPermit(nil, core.Grant{Weight: weight}), nil
+		return backend.NewPermit(nil, backend.Grant{Weight: weight}), nil
 	case s.fallback != nil && try:
 		return s.fallback.TryAcquire(ctx, opts...)
 	case s.fallback != nil:

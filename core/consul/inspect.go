@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/backend"
 )
 
 var _ core.Inspector = (*Semaphore)(nil)
@@ -20,7 +21,7 @@ var _ core.Inspector = (*Semaphore)(nil)
 // TTL Consul keeps and does not publish. A waiter's ID is its contender
 // key, relative to the prefix.
 func (s *Semaphore) Inspect(ctx context.Context, limit int) (core.Snapshot, error) {
-	if err := core.CheckInspectLimit(limit); err != nil {
+	if err := backend.CheckInspectLimit(limit); err != nil {
 		return core.Snapshot{}, err
 	}
 	sn, err := s.read(ctx, 0)

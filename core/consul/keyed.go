@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/backend"
 )
 
 // NewKeyed returns one Consul semaphore per key, each created on first use
@@ -30,8 +31,8 @@ func NewKeyed(client *api.Client, name string, defaultLimit int64, opts ...core.
 	if strings.Contains(name, "/") {
 		panic(fmt.Sprintf("consul: semaphore name %q must not contain '/'", name))
 	}
-	cfg := core.ResolveOptions(opts...)
-	return core.NewKeyed(name, defaultLimit, func(k core.Key, limit int64) core.LimitSemaphore {
+	cfg := backend.ResolveOptions(opts...)
+	return backend.NewKeyed(name, defaultLimit, func(k core.Key, limit int64) core.LimitSemaphore {
 		n := k.Name(name)
 		if strings.Contains(n[len(name):], "/") { // a Consul key path would nest under another
 			n = k.HashedName(name)

@@ -242,7 +242,7 @@ type holder struct {
 // without its cancellation.
 func (h *holder) lostCtx() context.Context { return context.WithoutCancel(h.ctx) }
 
-// ReleasePermit implements core.Releaser: it removes the holder from .lock,
+// ReleasePermit implements backend.Releaser: it removes the holder from .lock,
 // deletes its key and hands the capacity to the head of the queue in one
 // transaction. A ctx already done is replaced by one bounded by the lease
 // TTL, because a request ctx is often over by release time.

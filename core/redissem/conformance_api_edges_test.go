@@ -41,7 +41,7 @@ func mustPanic(t *testing.T, what string, f func()) (msg string) {
 // After Close every backend refuses TryAcquire and Acquire with
 // ErrClosed; none grants a permit.
 func TestEdgeClosedRefusesTryAcquire(t *testing.T) {
-	forEach(t, func(t *testing.T, b backend) {
+	forEach(t, func(t *testing.T, b impl) {
 		ctx := context.Background()
 		s := b.new(t, 2)
 		ok(t, s.Close())
@@ -57,7 +57,7 @@ func TestEdgeClosedRefusesTryAcquire(t *testing.T) {
 // Release(nil) gives the permit back, as Release(Background) does;
 // it never panics half-way.
 func TestEdgeReleaseNilContext(t *testing.T) {
-	forEach(t, func(t *testing.T, b backend) {
+	forEach(t, func(t *testing.T, b impl) {
 		s := b.new(t, 1)
 		var nilCtx context.Context
 		p := acquire(t, s)
@@ -74,7 +74,7 @@ func TestEdgeReleaseNilContext(t *testing.T) {
 // 100ms is accepted. The in-process backend has no lease: it panics on
 // any default lease TTL (naming the option), and takes the per-call rule.
 func TestEdgeLeaseTTLRule(t *testing.T) {
-	forEach(t, func(t *testing.T, b backend) {
+	forEach(t, func(t *testing.T, b impl) {
 		ctx := context.Background()
 		for _, d := range []time.Duration{0, -time.Second, 99 * time.Millisecond} {
 			mustPanic(t, "WithDefaultLeaseTTL("+d.String()+")", func() { b.new(t, 1, optDefaultLeaseTTL(d)) })
@@ -111,7 +111,7 @@ func (causeErr) Error() string { return "the cause" }
 // DeadlineExceeded (and ErrNoPermit for a deadline); the cause is wrapped
 // and named too. Checked before queueing and while queued.
 func TestEdgeContextCause(t *testing.T) {
-	forEach(t, func(t *testing.T, b backend) {
+	forEach(t, func(t *testing.T, b impl) {
 		s := b.new(t, 1)
 		check := func(err error, want error) {
 			t.Helper()
@@ -152,7 +152,7 @@ func TestEdgeContextCause(t *testing.T) {
 // ErrInvalidArgument before any script runs; at it, admission is exact.
 func TestEdgeLimitBound(t *testing.T) {
 	const maxLimit = 1<<53 - 1
-	forEach(t, func(t *testing.T, b backend) {
+	forEach(t, func(t *testing.T, b impl) {
 		ctx := context.Background()
 		for _, l := range []int64{maxLimit + 1, math.MaxInt64} {
 			mustPanic(t, "limit above 2^53-1", func() { b.new(t, l) })
@@ -185,7 +185,7 @@ func TestEdgeLimitBound(t *testing.T) {
 
 // Every option is checked at construction, with a clear message.
 func TestEdgeOptionsValidated(t *testing.T) {
-	forEach(t, func(t *testing.T, b backend) {
+	forEach(t, func(t *testing.T, b impl) {
 		// Each row in both forms; a row with redisOnly names an option of
 		// the Redis backends only.
 		bad := map[string]struct {

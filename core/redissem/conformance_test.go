@@ -18,7 +18,7 @@ import (
 // sem is what the conformance suite needs of a backend.
 type sem = semtest.Sem
 
-type backend struct {
+type impl struct {
 	name string
 	new  func(t *testing.T, limit int64, opts ...opt) sem
 }
@@ -94,8 +94,8 @@ func closeAtCleanup(t *testing.T, s sem) sem {
 
 // backends lists every backend the suite runs against: in-process,
 // Redis through miniredis, and a real redis-server.
-func backends() []backend {
-	return append([]backend{
+func backends() []impl {
+	return append([]impl{
 		{"local", func(t *testing.T, limit int64, opts ...opt) sem {
 			return closeAtCleanup(t, core.NewLocal(limit, localOpts(opts)...))
 		}},
@@ -136,7 +136,7 @@ func hasFlows(name string) bool {
 	return false
 }
 
-func forEach(t *testing.T, f func(t *testing.T, b backend)) {
+func forEach(t *testing.T, f func(t *testing.T, b impl)) {
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
@@ -169,7 +169,7 @@ var (
 // FIFO, weights, limits, Close, a hammer, reentrancy) on every backend of
 // backends(). Backends in other modules run the same suite (core/consul).
 func TestConformance(t *testing.T) {
-	forEach(t, func(t *testing.T, b backend) {
+	forEach(t, func(t *testing.T, b impl) {
 		semtest.Run(t, semtest.Backend{Name: b.name, New: func(t *testing.T, limit int64) semtest.Sem {
 			return b.new(t, limit)
 		}, Flows: hasFlows(b.name)})

@@ -10,7 +10,7 @@ import (
 )
 
 func TestCancelWhileQueued(t *testing.T) {
-	forEach(t, func(t *testing.T, b backend) {
+	forEach(t, func(t *testing.T, b impl) {
 		ctx := context.Background()
 		s := b.new(t, 1)
 		holder := acquire(t, s)
@@ -31,7 +31,7 @@ func TestCancelWhileQueued(t *testing.T) {
 }
 
 func TestDeadlineIsNoPermit(t *testing.T) {
-	forEach(t, func(t *testing.T, b backend) {
+	forEach(t, func(t *testing.T, b impl) {
 		ctx := context.Background()
 		s := b.new(t, 1)
 		holder := acquire(t, s)
@@ -47,7 +47,7 @@ func TestDeadlineIsNoPermit(t *testing.T) {
 }
 
 func TestDoneContextFailsEvenIfFree(t *testing.T) {
-	forEach(t, func(t *testing.T, b backend) {
+	forEach(t, func(t *testing.T, b impl) {
 		s := b.new(t, 1)
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
@@ -61,7 +61,7 @@ func TestDoneContextFailsEvenIfFree(t *testing.T) {
 // TestCancelRacingGrant releases the holder while the waiter's ctx ends,
 // many times; whichever wins, no permit may leak (go.dev/issue/63615).
 func TestCancelRacingGrant(t *testing.T) {
-	forEach(t, func(t *testing.T, b backend) {
+	forEach(t, func(t *testing.T, b impl) {
 		ctx := context.Background()
 		s := b.new(t, 1)
 		rounds := 200
@@ -88,7 +88,7 @@ func TestCancelRacingGrant(t *testing.T) {
 // TestReleaseWithCancelledContext: a request ctx is often over by release
 // time; the permit must still go back at once.
 func TestReleaseWithCancelledContext(t *testing.T) {
-	forEach(t, func(t *testing.T, b backend) {
+	forEach(t, func(t *testing.T, b impl) {
 		s := b.new(t, 1)
 		ctx, cancel := context.WithCancel(context.Background())
 		p, err := s.Acquire(ctx)

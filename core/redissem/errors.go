@@ -7,6 +7,7 @@ import (
 	"unicode"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/backend"
 )
 
 func unavailable(op, name string, cause error) error {
@@ -17,8 +18,8 @@ func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", core.ErrInvalidArgument, fmt.Sprintf(format, args...))
 }
 
-// ctxError is the error of a call whose ctx ended: see core.WaitError.
-func ctxError(ctx context.Context, name string) error { return core.WaitError(ctx, name) }
+// ctxError is the error of a call whose ctx ended: see backend.WaitError.
+func ctxError(ctx context.Context, name string) error { return backend.WaitError(ctx, name) }
 
 // checkName panics unless name can name a semaphore: not empty, and
 // without '{', '}', '#' (the separator of keyed semaphores' keys) or white

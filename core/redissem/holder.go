@@ -6,12 +6,13 @@ import (
 	"time"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/backend"
 )
 
 // holder is this process's side of a permit that a Semaphore granted:
 // what Release and the renewal loop need. The *core.Permit that Acquire
-// returns is made around it by core.NewPermit, with the holder as its
-// core.Releaser.
+// returns is made around it by backend.NewPermit, with the holder as its
+// backend.Releaser.
 type holder struct {
 	s       *Semaphore
 	p       *core.Permit // the permit handed out, made around h
@@ -46,11 +47,11 @@ func (s *Semaphore) newHolder(id string, weight, token int64, ttl time.Duration,
 	if grantUS != 0 {
 		h.endUS = grantUS + ttl.Microseconds()
 	}
-	g := core.Grant{Weight: weight, Token: token, Lost: h.lost, ID: id}
+	g := backend.Grant{Weight: weight, Token: token, Lost: h.lost, ID: id}
 	if grantUS != 0 {
 		g.GrantedAt = time.UnixMicro(grantUS)
 	}
-	h.p = core.NewPermit(h, g)
+	h.p = backend.NewPermit(h, g)
 	return h
 }
 
@@ -79,11 +80,11 @@ type acquireSpec struct {
 // refuseFlow returns an ErrInvalidArgument error naming what if the call
 // asks for a flow or a priority level, which what does not have.
 func (a acquireSpec) refuseFlow(what string) error {
-	return core.AcquireSpec{Flow: a.flow, Level: a.level}.RefuseFlow(what)
+	return backend.AcquireSpec{Flow: a.flow, Level: a.level}.RefuseFlow(what)
 }
 
 func buildAcquire(def time.Duration, opts []core.AcquireOption) (acquireSpec, error) {
-	a, err := core.ResolveAcquire(def, opts...)
+	a, err := backend.ResolveAcquire(def, opts...)
 	return acquireSpec{weight: a.Weight, ttl: a.LeaseTTL, ttlSet: a.LeaseTTLGiven, note: a.Note, flow: a.Flow, level: a.Level}, err
 }
 
@@ -100,7 +101,7 @@ func (f fallbackPermit) ReleasePermit(ctx context.Context, _ *core.Permit) error
 func fallback(ctx context.Context, policy core.FailurePolicy, loc *core.Local, try bool, opts []core.AcquireOption, weight int64, err error) (*core.Permit, error) {
 	switch {
 	case policy.Open():
-		return core.NewPermit(nil, core.Grant{Weight: weight}), nil
+		return backend.NewPermit(nil, backend.Grant{Weight: weight}), nil
 	case loc != nil:
 		var p *core.Permit
 		if try {
@@ -111,7 +112,7 @@ func fallback(ctx context.Context, policy core.FailurePolicy, loc *core.Local, t
 		if err != nil {
 			return nil, err
 		}
-		return core.NewPermit(fallbackPermit{p}, core.Grant{Weight: p.Weight()}), nil
+		return backend.NewPermit(fallbackPermit{p}, backend.Grant{Weight: p.Weight()}), nil
 	}
 	return nil, err
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/backend"
 )
 
 // leased is the leased-shares mode of one Redis semaphore
@@ -19,7 +20,7 @@ type leased struct {
 	s    *Semaphore
 	pid  string   // this process's entry in the shares hash
 	keys []string // the shares hash, under the semaphore's hash tag
-	loc  *core.Share
+	loc  *backend.Share
 
 	wake chan struct{} // pokes the loop
 
@@ -67,7 +68,7 @@ var errShareOutage = errors.New("backend unreachable and no valid share")
 func newLeased(s *Semaphore) *leased {
 	tag := s.keys[0][:len(s.keys[0])-1] // prefix{name}:
 	l := &leased{s: s, pid: s.b.newID(false), keys: []string{tag + "ls"},
-		loc:  core.NewShare(s.label, s.limit, core.WithObserver(s.b.cfg.observer), core.WithOwner(s.b.cfg.owner)),
+		loc:  backend.NewShare(s.label, s.limit, core.WithObserver(s.b.cfg.observer), core.WithOwner(s.b.cfg.owner)),
 		wake: make(chan struct{}, 1), unused: make(chan struct{}, 1), held: make(map[*leasedPermit]bool),
 		waiting: make(map[*waitCancel]struct{}), beatDone: make(chan struct{}), limit: s.limit,
 		rebalance: shareRebalance}
@@ -236,7 +237,7 @@ func (l *leased) end(weight int64) {
 // hold wraps the local permit in (fresh: its demand is not counted yet).
 func (l *leased) hold(ctx context.Context, inner *core.Permit, fresh bool) (*core.Permit, error) {
 	p := &leasedPermit{l: l, inner: inner, weight: inner.Weight(), lost: make(chan struct{}), ctx: ctx}
-	p.p = core.NewPermit(p, core.Grant{Weight: p.weight, Token: inner.Token(), Lost: p.lost})
+	p.p = backend.NewPermit(p, backend.Grant{Weight: p.weight, Token: inner.Token(), Lost: p.lost})
 	l.mu.Lock()
 	if l.closed {
 		if !fresh {

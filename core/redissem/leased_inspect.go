@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/backend"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -35,7 +36,7 @@ var _ core.Inspector = (*Leased)(nil)
 // processes as of their last renewal, as Stats reports. It costs one
 // read-only script, bounded by ctx and the operation timeout.
 func (s *Leased) Inspect(ctx context.Context, limit int) (core.Snapshot, error) {
-	if err := core.CheckInspectLimit(limit); err != nil {
+	if err := backend.CheckInspectLimit(limit); err != nil {
 		return core.Snapshot{}, err
 	}
 	l := s.l

@@ -14,8 +14,8 @@ import (
 
 // leasedBackends are the Redis backends of the suite in the leased-shares
 // mode: one process, so its behaviour must match the default mode's.
-func leasedBackends() []backend {
-	return []backend{
+func leasedBackends() []impl {
+	return []impl{
 		{"miniredis", func(t *testing.T, limit int64, opts ...opt) sem {
 			c, _ := miniClient(t)
 			return closeAtCleanup(t, redissem.NewLeased(c, "conf", limit, redisOpts(opts)...))

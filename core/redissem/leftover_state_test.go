@@ -101,7 +101,7 @@ func TestFaultLostReplyResyncs(t *testing.T) {
 // Lowering the limit fails at once every queued request heavier
 // than it, not only the head.
 func TestFaultLowerLimitFailsHeavyWaiters(t *testing.T) {
-	forEach(t, func(t *testing.T, b backend) {
+	forEach(t, func(t *testing.T, b impl) {
 		ctx := context.Background()
 		s := b.new(t, 4)
 		hp := acquire(t, s, core.WithWeight(4))

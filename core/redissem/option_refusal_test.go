@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/backend"
 	"github.com/distsem/distsem/core/redissem"
 )
 
@@ -33,8 +34,8 @@ func TestConstructorsRefuseOptionsTheyCannotHonour(t *testing.T) {
 		{"NewLocal WithOnError", "core: ", "NewLocal does not take WithOnError", func() { core.NewLocal(1, core.WithOnError(func(error) {})) }},
 		{"NewLocalKeyed WithName", "core: ", "NewLocalKeyed does not take WithName", func() { core.NewLocalKeyed(1, core.WithName("n")) }},
 		{"NewLocalKeyed WithDefaultLeaseTTL", "core: ", "NewLocalKeyed does not take WithDefaultLeaseTTL", func() { core.NewLocalKeyed(1, core.WithDefaultLeaseTTL(time.Second)) }},
-		{"ResolveOptions WithName", "core: ", "does not take WithName", func() { core.ResolveOptions(core.WithName("n")) }},
-		{"NewKeyed WithName", "core: ", "NewKeyed does not take WithName", func() { core.NewKeyed("k", 1, newSem, nil, core.WithName("n")) }},
+		{"ResolveOptions WithName", "core: ", "does not take WithName", func() { backend.ResolveOptions(core.WithName("n")) }},
+		{"NewKeyed WithName", "core: ", "NewKeyed does not take WithName", func() { backend.NewKeyed("k", 1, newSem, nil, core.WithName("n")) }},
 		{"New WithMaxIdleKeys", "redissem: ", "New does not take WithLimits or WithMaxIdleKeys", func() { redissem.New(c, "s", 1, redissem.WithMaxIdleKeys(3)) }},
 		{"New WithLimits", "redissem: ", "New does not take WithLimits or WithMaxIdleKeys", func() { redissem.New(c, "s", 1, redissem.WithLimits(nil)) }},
 		{"New WithClockDrift", "redissem: ", "New does not take WithClockDrift or WithMasterTimeout", func() { redissem.New(c, "s", 1, redissem.WithClockDrift(time.Millisecond)) }},
@@ -73,7 +74,7 @@ func TestConstructorsRefuseOptionsTheyCannotHonour(t *testing.T) {
 	// What they take, they take.
 	core.NewLocal(1, core.WithObserver(core.ObserverFunc(func(core.Event) {})), core.WithName("n"))
 	core.NewLocalKeyed(1, core.WithObserver(core.ObserverFunc(func(core.Event) {})), core.WithLimits(map[string]int64{"a": 2}), core.WithMaxIdleKeys(1))
-	if cfg := core.ResolveOptions(core.WithKeyPrefix("p:"), core.WithLimits(nil)); cfg.KeyPrefix != "p:" || !cfg.Keyed {
+	if cfg := backend.ResolveOptions(core.WithKeyPrefix("p:"), core.WithLimits(nil)); cfg.KeyPrefix != "p:" || !cfg.Keyed {
 		t.Fatalf("ResolveOptions = %+v, want prefix p: and Keyed", cfg)
 	}
 	common := []redissem.Option{redissem.WithKeyPrefix("p:"), redissem.WithDefaultLeaseTTL(time.Second),

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/backend"
 )
 
 // Option configures a semaphore of this package at construction. Every
@@ -20,7 +21,7 @@ type Option func(*config)
 type config struct {
 	shared []core.Option // the options declared in core, forwarded
 
-	// From shared, resolved by core.ResolveOptions.
+	// From shared, resolved by backend.ResolveOptions.
 	prefix   string
 	leaseTTL time.Duration
 	observer core.Observer
@@ -40,7 +41,7 @@ type config struct {
 }
 
 // The defaults of this package's options, applied by buildConfig; the
-// options declared in core take core's defaults (core.ResolveOptions).
+// options declared in core take core's defaults (backend.ResolveOptions).
 const (
 	defaultOpTimeout = time.Second            // WithOperationTimeout
 	defaultFailures  = 3                      // WithCircuitBreaker
@@ -77,7 +78,7 @@ func buildConfig(ctor string, t takes, opts []Option) config {
 		}
 		o(&c)
 	}
-	bc := core.ResolveOptions(c.shared...)
+	bc := backend.ResolveOptions(c.shared...)
 	c.prefix, c.leaseTTL, c.observer, c.policy, c.onError, c.keyed = bc.KeyPrefix, bc.LeaseTTL, bc.Observer, bc.Policy, bc.OnError, bc.Keyed
 	c.owner = bc.Owner
 	if c.keyed && t&takesKeyed == 0 {

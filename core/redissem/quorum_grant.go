@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/backend"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -71,11 +72,11 @@ func (h *quorumHold) finish(ctx context.Context, start time.Time, need int) (*co
 		releaseAll(rctx, perms)
 		return nil, nil
 	}
-	g := core.Grant{Weight: h.a.weight, Token: tok, Lost: h.lost}
+	g := backend.Grant{Weight: h.a.weight, Token: tok, Lost: h.lost}
 	if grantUS != 0 {
 		g.GrantedAt = time.UnixMicro(grantUS)
 	}
-	p := core.NewPermit(h, g)
+	p := backend.NewPermit(h, g)
 	h.mu.Lock()
 	h.state, h.need = holdHeld, need
 	for _, np := range h.perm {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/backend"
 )
 
 var _ core.Inspector = (*Quorum)(nil)
@@ -16,7 +17,7 @@ var _ core.Inspector = (*Quorum)(nil)
 // after the other, so no single list of holders and waiters would be
 // true. InspectMasters lists each master's.
 func (q *Quorum) Inspect(ctx context.Context, limit int) (core.Snapshot, error) {
-	if err := core.CheckInspectLimit(limit); err != nil {
+	if err := backend.CheckInspectLimit(limit); err != nil {
 		return core.Snapshot{}, err
 	}
 	return core.Snapshot{}, fmt.Errorf("redissem: Inspect of quorum %q: %w: use InspectMasters", q.name, errors.ErrUnsupported)
@@ -30,7 +31,7 @@ func (q *Quorum) Inspect(ctx context.Context, limit int) (core.Snapshot, error) 
 // number of masters answered, and with limit's error if limit is not in
 // [1, core.MaxInspectLimit].
 func (q *Quorum) InspectMasters(ctx context.Context, limit int) (snaps []core.Snapshot, errs []error, err error) {
-	if err := core.CheckInspectLimit(limit); err != nil {
+	if err := backend.CheckInspectLimit(limit); err != nil {
 		return nil, nil, err
 	}
 	snaps, errs = make([]core.Snapshot, len(q.nodes)), make([]error, len(q.nodes))

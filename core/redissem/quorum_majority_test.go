@@ -48,8 +48,8 @@ func clientsOf(t *testing.T, procs []*servertest.RedisServer) []redis.UniversalC
 }
 
 // quorumBackends are the quorum semaphores the conformance suite runs on.
-func quorumBackends() []backend {
-	return []backend{
+func quorumBackends() []impl {
+	return []impl{
 		{"quorum3", func(t *testing.T, limit int64, opts ...opt) sem {
 			cs := clientsOf(t, masters(t, 3))
 			return closeAtCleanup(t, redissem.NewQuorum(cs, "conf", limit, redisOpts(opts)...))

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/backend"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -82,7 +83,7 @@ func newKeyed(ctor string, t takes, client redis.UniversalClient, name string, d
 	checkLimit(ctor+": default limit", defaultLimit)
 	checkFairness(ctor, cfg, defaultLimit)
 	b := newRedisBackend(ctor, client, cfg)
-	return core.NewKeyed(name, defaultLimit, func(k core.Key, limit int64) core.LimitSemaphore {
+	return backend.NewKeyed(name, defaultLimit, func(k core.Key, limit int64) core.LimitSemaphore {
 		s := b.semaphore(k.Name(name), limit, false)
 		s.label = k.Label
 		return mode(s)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/backend"
 )
 
 var _ core.Inspector = (*Semaphore)(nil)
@@ -32,7 +33,7 @@ var _ core.Inspector = (*Semaphore)(nil)
 // has a note. An adopted permit keeps its note and takes the adopter's
 // owner. The round trip is bounded by ctx and the operation timeout.
 func (s *Semaphore) Inspect(ctx context.Context, limit int) (core.Snapshot, error) {
-	if err := core.CheckInspectLimit(limit); err != nil {
+	if err := backend.CheckInspectLimit(limit); err != nil {
 		return core.Snapshot{}, err
 	}
 	rctx, cancel := bound(ctx, s.b.cfg.fault.opTimeout)

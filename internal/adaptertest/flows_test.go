@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/backend"
 	"github.com/distsem/distsem/echomw"
 	"github.com/distsem/distsem/grpcmw"
 	"github.com/distsem/distsem/httpmw"
@@ -20,12 +21,12 @@ import (
 // flowRecorder is a keyed semaphore that records the flow and level each
 // Acquire or TryAcquire asks for, and grants from a Local.
 type flowRecorder struct {
-	got chan core.AcquireSpec
+	got chan backend.AcquireSpec
 	sem *core.Local
 }
 
 func (r flowRecorder) record(opts []core.AcquireOption) {
-	spec, err := core.ResolveAcquire(time.Second, opts...)
+	spec, err := backend.ResolveAcquire(time.Second, opts...)
 	if err != nil {
 		panic(err)
 	}
@@ -88,7 +89,7 @@ func TestAdaptersNameTheFlow(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			rec := flowRecorder{got: make(chan core.AcquireSpec, 4), sem: core.NewLocal(1)}
+			rec := flowRecorder{got: make(chan backend.AcquireSpec, 4), sem: core.NewLocal(1)}
 			if !run(t, rec) {
 				t.Error("the handler's ctx does not carry the flow")
 			}

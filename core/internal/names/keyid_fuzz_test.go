@@ -1,11 +1,9 @@
-package core
+package names
 
 import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/distsem/distsem/core/internal/names"
 )
 
 // FuzzKeyEncoding searches for two (name, key) pairs whose keyed semaphores
@@ -16,7 +14,7 @@ import (
 // injective on its own), and that every key whose escape fits is shown so.
 // Run longer with
 //
-//	go test -run '^$' -fuzz '^FuzzKeyEncoding$' -fuzztime 10m ./core/
+//	go test -run '^$' -fuzz '^FuzzKeyEncoding$' -fuzztime 10m ./core/internal/names/
 func FuzzKeyEncoding(f *testing.F) {
 	f.Add("X", "tenant:vip", "X:tenant", "vip")
 	f.Add("Y", "admin:export", "Y:admin", "export")
@@ -28,19 +26,19 @@ func FuzzKeyEncoding(f *testing.F) {
 	f.Add("r", "#", "r", "%23")
 	f.Add("r", strings.Repeat(" ", 21), "r", strings.Repeat(" ", 22))
 	f.Fuzz(func(t *testing.T, name1, key1, name2, key2 string) {
-		if names.CheckName(name1) != nil || names.CheckName(name2) != nil {
+		if CheckName(name1) != nil || CheckName(name2) != nil {
 			return
 		}
-		id1, id2 := newKeyID(key1), newKeyID(key2)
+		id1, id2 := NewKeyID(key1), NewKeyID(key2)
 		if (id1 == id2) != (key1 == key2) {
 			t.Fatalf("local map: keys %q and %q: ids equal = %v", key1, key2, id1 == id2)
 		}
-		r1, r2 := keyedName(name1, id1), keyedName(name2, id2)
+		r1, r2 := id1.Name(name1), id2.Name(name2)
 		if (r1 == r2) != (name1 == name2 && key1 == key2) {
 			t.Fatalf("Redis names of (%q, %q) and (%q, %q): %q, %q", name1, key1, name2, key2, r1, r2)
 		}
 		for _, r := range []string{r1, r2} {
-			if names.CheckName(r) == nil {
+			if CheckName(r) == nil {
 				t.Fatalf("keyed Redis name %q is also a valid plain name", r)
 			}
 			// The name goes between '{' and '}': it must not end the tag.
@@ -54,34 +52,34 @@ func FuzzKeyEncoding(f *testing.F) {
 			}
 		}
 		for _, k := range []string{key1, key2} {
-			part := newKeyID(k).redisPart()
+			part := NewKeyID(k).Name("")[1:]
 			if strings.HasPrefix(part, "#") {
-				if k != "" && len(k) <= MaxKeyLen && names.EscapedLen(k) <= names.MaxEscapedLen {
+				if k != "" && len(k) <= MaxKeyLen && EscapedLen(k) <= MaxEscapedLen {
 					t.Fatalf("key %q hashed (%q), though its escape fits", k, part)
 				}
 				continue
 			}
-			if strings.ContainsFunc(part, func(r rune) bool { return r != '%' && (r > 0x7f || !names.KeptByte(byte(r))) }) {
+			if strings.ContainsFunc(part, func(r rune) bool { return r != '%' && (r > 0x7f || !KeptByte(byte(r))) }) {
 				t.Fatalf("key %q shown as %q, with a byte that should be escaped", k, part)
 			}
 			if got, ok := unescape(part); !ok || got != k {
 				t.Fatalf("key %q shown as %q, which decodes to %q (ok %v)", k, part, got, ok)
 			}
 		}
-		if l := id1.keep().label(key1); len(l) > MaxKeyLen || (len(key1) <= MaxKeyLen && l != key1) {
+		if l := id1.Keep().Label(key1); len(l) > MaxKeyLen || (len(key1) <= MaxKeyLen && l != key1) {
 			t.Fatalf("label of a %d-byte key: %q", len(key1), l)
 		}
 	})
 }
 
-// unescape undoes names.Escape, strictly: false unless s is exactly the
+// unescape undoes Escape, strictly: false unless s is exactly the
 // escape of some key (kept bytes as they are, every other byte as '%' and
 // two upper-case hex digits).
 func unescape(s string) (string, bool) {
 	var b []byte
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if names.KeptByte(c) {
+		if KeptByte(c) {
 			b = append(b, c)
 			continue
 		}
@@ -89,7 +87,7 @@ func unescape(s string) (string, bool) {
 			return "", false
 		}
 		v, err := strconv.ParseUint(s[i+1:i+3], 16, 8)
-		if err != nil || s[i+1:i+3] != strings.ToUpper(s[i+1:i+3]) || names.KeptByte(byte(v)) {
+		if err != nil || s[i+1:i+3] != strings.ToUpper(s[i+1:i+3]) || KeptByte(byte(v)) {
 			return "", false
 		}
 		b = append(b, byte(v))

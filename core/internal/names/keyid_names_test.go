@@ -1,10 +1,8 @@
-package core
+package names
 
 import (
 	"strings"
 	"testing"
-
-	"github.com/distsem/distsem/core/internal/names"
 )
 
 // A key's Redis name is readable when its escape fits: route patterns,
@@ -26,18 +24,18 @@ func TestKeyNames(t *testing.T) {
 		{long, "api##" + hashPart(long)},
 		{long[:62], "api#GET%20/" + strings.Repeat("a", 57)}, // escaped, exactly 64
 	} {
-		got := newKeyID(c.key).public(c.key).Name("api")
+		got := NewKeyID(c.key).Name("api")
 		if got != c.want {
 			t.Errorf("Name of %q = %q, want %q", c.key, got, c.want)
 		}
-		if strings.ContainsAny(got, "{} ") || len(got) > len("api#")+names.MaxEscapedLen {
+		if strings.ContainsAny(got, "{} ") || len(got) > len("api#")+MaxEscapedLen {
 			t.Errorf("Name of %q = %q: breaks the hash tag or is too long", c.key, got)
 		}
 	}
 }
 
 // Distinct route patterns, also ones that differ only in a byte that is
-// escaped, or that spell another's escape, get distinct names.
+// escaped, or that spell another's escape, get distinct
 func TestKeyNamesDistinct(t *testing.T) {
 	keys := []string{
 		"GET /users/{id}", "GET /users/{id}/", "GET /users/{id...}", "POST /users/{id}",
@@ -46,7 +44,7 @@ func TestKeyNamesDistinct(t *testing.T) {
 	}
 	seen := map[string]string{}
 	for _, k := range keys {
-		n := newKeyID(k).public(k).Name("api")
+		n := NewKeyID(k).Name("api")
 		if other, ok := seen[n]; ok {
 			t.Errorf("keys %q and %q share the name %q", other, k, n)
 		}
@@ -56,6 +54,6 @@ func TestKeyNamesDistinct(t *testing.T) {
 
 // hashPart is the 32 hex digits of a hashed key's name.
 func hashPart(key string) string {
-	n := newKeyID(key).public(key).HashedName("")
+	n := NewKeyID(key).HashedName("")
 	return strings.TrimPrefix(n, "##")
 }
