@@ -35,7 +35,9 @@ func init() {
 		return newPermit(x, weight, token)
 	}
 	bridge.WrapPermit = func(inner *Permit, r extReleaser) *Permit {
-		return newPermit(permitExt{ext: r, lost: inner.lost, inner: inner, grantUS: inner.grantUS}, inner.weight, inner.token)
+		p := wrapPermit(nil, inner)
+		p.ext = r
+		return p
 	}
 	bridge.NewKeyed = func(name string, def int64, newSem func(Key, int64) LimitSemaphore, closeAll func() error, opts []Option) *Keyed {
 		checkName(name)

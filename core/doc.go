@@ -53,25 +53,11 @@
 // core/consul are built on these, with no access to core's internals;
 // core/semtest is the conformance suite that checks a backend.
 //
-// # Untrusted input
+// # Untrusted input and inspecting
 //
-// Keys of keyed semaphores may come from requests. Memory is bounded in
-// bytes: keys longer than MaxKeyLen are kept as their SHA-256, and at most
-// WithMaxIdleKeys idle keys are kept (see Keyed). A key cannot reach
-// another key's semaphore or a plain one (see Key.Name). Limits and
-// weights above MaxLimit (2^53 − 1, exact in the Redis scripts' Lua
-// numbers) are refused by every backend.
-//
-// # Inspecting
-//
-// Every semaphore is an Inspector: Inspect(ctx, limit) returns a Snapshot
-// of at most limit holders (ID, weight, token, grant time, lease end,
-// owner, note) and waiters (position, weight, owner, note, wait start),
-// with counts of those left out. WithOwner names the process (default
-// DefaultOwner: host and pid); WithNote gives one Acquire a short note of
-// at most MaxNoteLen bytes, refused with ErrInvalidArgument if longer.
-// Keyed.Inspect inspects one key. Inspecting costs nothing until it is
-// used: a Local lists only the holders granted since its first Inspect
-// (it counts the others), and the Redis semaphore stores a process's owner
-// once per semaphore, off the path of Acquire and Release.
+// Keys, notes and flows may come from requests: Keyed bounds the memory
+// that keys take, Key.Name says why no key reaches another semaphore, and
+// every backend refuses limits and weights above MaxLimit. Every semaphore
+// is an Inspector, which lists its holders and waiters for operators (see
+// WithOwner and WithNote).
 package core

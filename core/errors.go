@@ -7,16 +7,9 @@ import (
 )
 
 // Sentinel errors. Every error returned by this package matches at most one
-// of them with errors.Is, so callers can tell the outcomes apart:
-//
-//   - ErrNoPermit: no capacity (a TryAcquire that found none, or an Acquire
-//     whose ctx deadline passed while it waited). A deadline error also
-//     matches context.DeadlineExceeded.
-//   - context.Canceled: the caller's ctx was cancelled.
-//   - ErrUnavailable: the backend failed; the cause is wrapped.
-//   - ErrInvalidArgument: a bad weight, TTL, limit or name.
-//   - ErrNotHeld: a Release of a permit whose lease had already expired.
-//   - ErrClosed: the semaphore was closed.
+// of them (or context.Canceled) with errors.Is: see "Errors" in the package
+// documentation. ErrNotHeld is a Release of a permit whose lease had
+// already ended; ErrInvalidArgument a bad weight, TTL, limit, name or text.
 var (
 	ErrNoPermit        = errors.New("core: no permit available")
 	ErrUnavailable     = errors.New("core: backend unavailable")

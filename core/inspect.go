@@ -81,7 +81,8 @@ const MaxOwnerLen = 128
 // MaxNoteLen bytes, not valid UTF-8, or with a control character fails the
 // call with an ErrInvalidArgument error (it is refused, never truncated).
 // It is stored as given and never changes what the backend stores beside
-// it. Reentrant's nested Acquire ignores it: the held permit keeps its own.
+// it. Reentrant's nested Acquire checks it, then ignores it: the held
+// permit keeps its own.
 func WithNote(note string) AcquireOption {
 	return func(a *acquireConfig) { a.note, a.noteSet = note, true }
 }

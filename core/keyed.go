@@ -5,6 +5,7 @@ import (
 	"io"
 	"sync"
 
+	"github.com/distsem/distsem/core/internal/idle"
 	"github.com/distsem/distsem/core/internal/names"
 )
 
@@ -37,43 +38,34 @@ type LimitSemaphore interface {
 // on next use. With the Redis backend the keys of an idle semaphore expire
 // in Redis one minute after its last lease or waiter would have.
 //
-// The bound is in bytes too: a key longer than MaxKeyLen bytes is kept as
-// its SHA-256, never verbatim, and what observers see of it (Event.Name) is
-// at most MaxKeyLen bytes; so an idle key costs at most about 1 KiB
-// whatever the key's length. Distinct keys always get distinct
-// semaphores, and a key can never reach another keyed semaphore's key nor
-// a plain semaphore (see Key.Name).
+// The bound is in bytes too: a key longer than MaxKeyLen bytes is kept,
+// and shown to observers, as its SHA-256 (see KeyLabel), so an idle key
+// costs at most about 1 KiB. No key reaches another key's semaphore nor a
+// plain one (see Key.Name).
 //
 // Overrides set by WithLimits and SetLimit are kept for the life of the
 // Keyed; they come from configuration, not from requests.
 type Keyed struct {
 	def     int64
-	maxIdle int
 	newSem  func(k Key, limit int64) LimitSemaphore // a *Local it returns is owned by its entry (see ref)
 	closeFn func() error                            // nil: close each key's semaphore (evicted or at Close)
 	closing sync.WaitGroup                          // closes of evicted semaphores, waited for by Close
 
 	mu      sync.Mutex
 	entries map[names.KeyID]*keyedEntry
-	idle    keyedEntry // sentinel of the idle ring, most recently idle first
-	nIdle   int
+	idle    idle.List[*keyedEntry] // the entries with refs == 0
 	limits  map[names.KeyID]int64
 	fair    map[names.KeyID]Fairness // SetFairness of in-process keys, for when they are made again
 	closed  bool
 }
 
 type keyedEntry struct {
-	k          *Keyed
-	key        names.KeyID
-	sem        LimitSemaphore
-	local      *Local // sem, when it is a Local: its permits are e's (NewLocalKeyed)
-	refs       int
-	prev, next *keyedEntry // in k.idle while refs == 0 (an intrusive list: no allocation)
-}
-
-func (e *keyedEntry) unlink() {
-	e.prev.next, e.next.prev = e.next, e.prev
-	e.prev, e.next = nil, nil
+	k     *Keyed
+	key   names.KeyID
+	sem   LimitSemaphore
+	local *Local // sem, when it is a Local: its permits are e's (NewLocalKeyed)
+	refs  int
+	elem  idle.Elem[*keyedEntry] // in k.idle while refs == 0
 }
 
 var _ KeyedSemaphore = (*Keyed)(nil)
@@ -99,9 +91,9 @@ func newKeyed(def int64, cfg config, newSem func(Key, int64) LimitSemaphore, clo
 	for k, v := range cfg.limits { // validated by buildConfig
 		limits[names.NewKeyID(k).Keep()] = v
 	}
-	k := &Keyed{def: def, maxIdle: cfg.maxIdle, newSem: newSem, closeFn: closeFn,
+	k := &Keyed{def: def, newSem: newSem, closeFn: closeFn,
 		entries: make(map[names.KeyID]*keyedEntry), limits: limits}
-	k.idle.prev, k.idle.next = &k.idle, &k.idle
+	k.idle.Init(cfg.maxIdle)
 	return k
 }
 
@@ -142,7 +134,7 @@ func (e *keyedEntry) wrap(p *Permit) *Permit {
 	if p.owner == e {
 		return p
 	}
-	return newPermit(permitExt{owner: e, lost: p.lost, inner: p, grantUS: p.grantUS}, p.weight, p.token)
+	return wrapPermit(e, p)
 }
 
 // release gives p back to e's semaphore, then unrefs e. p is either e's
@@ -182,12 +174,10 @@ func (k *Keyed) ref(key string) (*keyedEntry, error) {
 				l.setFairness(f)
 			}
 		}
+		e.elem.V = e
 		k.entries[id] = e
 	}
-	if e.next != nil {
-		e.unlink()
-		k.nIdle--
-	}
+	k.idle.Remove(&e.elem)
 	e.refs++
 	return e, nil
 }
@@ -199,14 +189,9 @@ func (k *Keyed) unref(e *keyedEntry) {
 		k.mu.Unlock()
 		return
 	}
-	e.prev, e.next = &k.idle, k.idle.next
-	e.next.prev, k.idle.next = e, e
-	k.nIdle++
 	var evicted []LimitSemaphore
-	for k.nIdle > k.maxIdle {
-		old := k.idle.prev
-		old.unlink()
-		k.nIdle--
+	k.idle.Push(&e.elem)
+	for old, ok := k.idle.Evict(); ok; old, ok = k.idle.Evict() {
 		delete(k.entries, old.key)
 		if k.closeFn == nil && old.local == nil {
 			evicted = append(evicted, old.sem)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/distsem/distsem/core/internal/fair"
+	"github.com/distsem/distsem/core/internal/word"
 )
 
 // localEpoch numbers in-process semaphores. Each one's fencing tokens start
@@ -34,12 +35,12 @@ var localEpoch atomic.Int64
 // has already lowered.
 type Local struct {
 	// Without waiters, Acquire and Release are one compare-and-swap on
-	// state (see local_state.go). While anyone is queued, or after Close,
+	// state (see core/internal/word). While anyone is queued, or after Close,
 	// state is frozen and both go through mu, which keeps FIFO order.
 	name string
 	cfg  config
 
-	state   atomic.Uint64 // see local_state.go
+	state   atomic.Uint64 // see core/internal/word
 	tokBase atomic.Int64  // a grant's token is tokBase + its seq
 	// heavy is the sum of weight − 1 over the permits held, so that the
 	// permits in use less heavy is the number of holders (Inspect). A
@@ -91,7 +92,7 @@ func newLocal(name string, limit int64, cfg config) *Local {
 	s.plain.owner = s
 	s.free = limit
 	s.tokBase.Store(localEpoch.Add(1) << 32)
-	s.state.Store(slowBit)
+	s.state.Store(word.Frozen)
 	s.thaw()
 	return s
 }
@@ -113,14 +114,14 @@ func (s *Local) TryAcquire(ctx context.Context, opts ...AcquireOption) (*Permit,
 }
 
 func (s *Local) acquire(ctx context.Context, try bool, opts []AcquireOption) (*Permit, error) {
-	n := int64(1)
+	n, note := int64(1), ""
 	var fa *acquireConfig // the call's options, if it names a flow or a level
 	if len(opts) != 0 {
 		a, err := buildAcquire(s.cfg.leaseTTL, opts)
 		if err != nil {
 			return nil, err
 		}
-		n = a.weight
+		n, note = a.weight, a.note
 		if a.flowSet || a.level != 0 {
 			fa = &a
 		}
@@ -136,14 +137,14 @@ func (s *Local) acquire(ctx context.Context, try bool, opts []AcquireOption) (*P
 	// The fast path: room, and nobody queued.
 	for fa == nil {
 		st := s.state.Load()
-		if st&slowBit != 0 {
+		if st&word.Frozen != 0 {
 			break
 		}
-		free, seq := unpackState(st)
-		if free < n || seq >= seqMax {
+		free, seq := word.Unpack(st)
+		if free < n || seq >= word.SeqMax {
 			break
 		}
-		if s.state.CompareAndSwap(st, packState(free-n, seq+1)) {
+		if s.state.CompareAndSwap(st, word.Pack(free-n, seq+1)) {
 			if n != 1 {
 				s.heavy.Add(n - 1)
 			}
@@ -154,12 +155,12 @@ func (s *Local) acquire(ctx context.Context, try bool, opts []AcquireOption) (*P
 			return p, nil
 		}
 	}
-	return s.acquireSlow(ctx, done, try, n, opts, fa)
+	return s.acquireSlow(ctx, done, try, n, note, fa)
 }
 
 // acquireSlow grants under mu, or queues. fa is the call's options if they
 // name a flow or a level, else nil.
-func (s *Local) acquireSlow(ctx context.Context, done <-chan struct{}, try bool, n int64, opts []AcquireOption, fa *acquireConfig) (*Permit, error) {
+func (s *Local) acquireSlow(ctx context.Context, done <-chan struct{}, try bool, n int64, note string, fa *acquireConfig) (*Permit, error) {
 	s.mu.Lock()
 	switch {
 	case s.closed:
@@ -187,7 +188,7 @@ func (s *Local) acquireSlow(ctx context.Context, done <-chan struct{}, try bool,
 		flow, level := fa.flowLevel()
 		s.waiters.Held(level, n)
 		x := s.ext(level)
-		s.held.add(n, tok, s.noteOf(opts))
+		s.held.add(n, tok, note)
 		s.thaw()
 		s.mu.Unlock()
 		if o := s.cfg.observer; o != nil {
@@ -202,8 +203,8 @@ func (s *Local) acquireSlow(ctx context.Context, done <-chan struct{}, try bool,
 	}
 	w := &localWaiter{p: Permit{weight: n}, ready: make(chan struct{})}
 	w.q.V, w.q.Weight = w, n
-	if len(opts) != 0 || s.held != nil {
-		w.meta = &localWaitMeta{note: s.noteOf(opts), since: time.Now()}
+	if note != "" || s.held != nil {
+		w.meta = &localWaitMeta{note: note, since: time.Now()}
 	}
 	flow, level := fa.flowLevel()
 	s.waiters.Push(&w.q, flow, level)
@@ -219,20 +220,20 @@ func (s *Local) release(ctx context.Context, p *Permit) error {
 	level := 0
 	for {
 		st := s.state.Load()
-		if st&slowBit != 0 {
+		if st&word.Frozen != 0 {
 			s.mu.Lock()
 			s.freeze()
 			if s.free += n; s.free > s.limit {
 				s.mu.Unlock()
 				panic("core: released more than held")
 			}
-			s.held.remove(p.token)
+			delete(s.held, p.token)
 			level = s.released(p)
 			s.settle()
 			s.mu.Unlock()
 			break
 		}
-		if s.state.CompareAndSwap(st, st+uint64(n)<<1) {
+		if s.state.CompareAndSwap(st, word.Release(st, n)) {
 			break
 		}
 	}

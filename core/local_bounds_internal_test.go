@@ -3,6 +3,8 @@ package core
 import (
 	"testing"
 	"unsafe"
+
+	"github.com/distsem/distsem/core/internal/word"
 )
 
 // The in-process backend allocates a Permit per Acquire, and garbage
@@ -20,7 +22,7 @@ func TestLocalGrantCountExhausted(t *testing.T) {
 	s := NewLocal(2)
 	s.mu.Lock()
 	s.freeze()
-	s.seq = seqMax - 2
+	s.seq = word.SeqMax - 2
 	s.thaw()
 	s.mu.Unlock()
 	var last int64
@@ -37,7 +39,7 @@ func TestLocalGrantCountExhausted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if s.state.Load()&slowBit == 0 {
+	if s.state.Load()&word.Frozen == 0 {
 		t.Fatal("state thawed with the grant count at its maximum")
 	}
 	if st, _ := s.Stats(ctx); st != (Stats{Limit: 2}) {
@@ -45,12 +47,12 @@ func TestLocalGrantCountExhausted(t *testing.T) {
 	}
 }
 
-// The lock-free path holds limits below freeBias, which the comment of
-// local_state.go gives as 2^19 = 524 288: a limit of 524 287 thaws the
+// The lock-free path holds limits below word.FreeBias, which the comment of
+// core/internal/word gives as 2^19 = 524 288: a limit of 524 287 thaws the
 // state word, 524 288 keeps it frozen (every call takes the mutex).
 func TestLocalLockFreeLimitBound(t *testing.T) {
-	if freeBias != 524288 {
-		t.Fatalf("freeBias = %d, local_state.go says 524 288", freeBias)
+	if word.FreeBias != 524288 {
+		t.Fatalf("word.FreeBias = %d, core/internal/word says 524 288", word.FreeBias)
 	}
 	for limit, frozen := range map[int64]bool{524287: false, 524288: true} {
 		s := NewLocal(limit)
@@ -58,7 +60,7 @@ func TestLocalLockFreeLimitBound(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := s.state.Load()&slowBit != 0; got != frozen {
+		if got := s.state.Load()&word.Frozen != 0; got != frozen {
 			t.Errorf("limit %d: frozen %v, want %v", limit, got, frozen)
 		}
 		if err := p.Release(t.Context()); err != nil {

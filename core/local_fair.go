@@ -69,14 +69,6 @@ func (s *Local) fail(w *localWaiter, err error) {
 	close(w.ready)
 }
 
-// next returns the waiter to grant next, or nil if none is queued.
-func (s *Local) next() *localWaiter {
-	if it := s.waiters.Next(); it != nil {
-		return it.V
-	}
-	return nil
-}
-
 // queuedWaiters returns the waiters, in the order that Inspect lists.
 func (s *Local) queuedWaiters() []*localWaiter {
 	items := s.waiters.Items()

@@ -17,13 +17,12 @@ type localHeld struct {
 	note   string
 }
 
+// add records a grant, if s was inspected. s.mu must be held.
 func (h localHolders) add(weight, token int64, note string) {
 	if h != nil {
 		h[token] = localHeld{weight: weight, note: note}
 	}
 }
-
-func (h localHolders) remove(token int64) { delete(h, token) }
 
 // granted records the grant of w's permit, made under s.mu
 // (notifyWaiters).
@@ -31,12 +30,10 @@ func (s *Local) granted(w *localWaiter) {
 	if w.p.weight != 1 {
 		s.heavy.Add(w.p.weight - 1)
 	}
-	if s.held != nil {
-		note := ""
-		if w.meta != nil {
-			note = w.meta.note
-		}
-		s.held.add(w.p.weight, w.p.token, note)
+	if w.meta != nil {
+		s.held.add(w.p.weight, w.p.token, w.meta.note)
+	} else {
+		s.held.add(w.p.weight, w.p.token, "")
 	}
 }
 
@@ -46,18 +43,8 @@ func (s *Local) ungrant(p *Permit) {
 	if p.weight != 1 {
 		s.heavy.Add(1 - p.weight)
 	}
-	s.held.remove(p.token)
+	delete(s.held, p.token)
 	s.released(p)
-}
-
-// noteOf returns the note that opts give (WithNote), already checked by
-// the Acquire: only a grant under s.mu needs it.
-func (s *Local) noteOf(opts []AcquireOption) string {
-	if len(opts) == 0 {
-		return ""
-	}
-	a, _ := buildAcquire(s.cfg.leaseTTL, opts)
-	return a.note
 }
 
 var _ Inspector = (*Local)(nil)

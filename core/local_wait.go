@@ -113,7 +113,8 @@ func (s *Local) waitCtx(ctx context.Context, done <-chan struct{}, w *localWaite
 // smaller ones behind it. s.mu must be held; while anyone is queued the slow
 // bit is set, so only holders of s.mu change state.
 func (s *Local) notifyWaiters() {
-	for w := s.next(); w != nil; w = s.next() {
+	for it := s.waiters.Next(); it != nil; it = s.waiters.Next() {
+		w := it.V
 		if w.p.weight > s.limit {
 			// The limit was lowered below this request: it can never fit.
 			s.fail(w, invalid("weight %d exceeds the limit %d of %q", w.p.weight, s.limit, s.name))

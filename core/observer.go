@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
@@ -81,13 +82,7 @@ func (f ObserverFunc) Observe(e Event) { f(e) }
 // each of obs, it is safe for concurrent use and does not block if they
 // do not.
 func Observers(obs ...Observer) Observer {
-	list := make([]Observer, 0, len(obs))
-	for _, o := range obs {
-		if o != nil {
-			list = append(list, o)
-		}
-	}
-	return observers(list)
+	return observers(slices.DeleteFunc(slices.Clone(obs), func(o Observer) bool { return o == nil }))
 }
 
 type observers []Observer

@@ -73,9 +73,6 @@ func buildConfig(opts []Option) config {
 	if c.maxIdle < 0 {
 		panic(fmt.Sprintf("core: WithMaxIdleKeys expects n >= 0, got %d", c.maxIdle))
 	}
-	if c.policy.mode > policyLocal || c.policy.mode == policyLocal && (c.policy.fallback <= 0 || c.policy.fallback > MaxLimit) {
-		panic(fmt.Sprintf("core: WithFailurePolicy: invalid policy %v", c.policy))
-	}
 	if why := names.CheckText(c.owner, MaxOwnerLen); why != "" {
 		panic(fmt.Sprintf("core: WithOwner: owner %q: %s", c.owner, why))
 	}
@@ -244,9 +241,7 @@ var (
 // while the backend is down: the fleet-wide limit becomes k × processes.
 // It panics unless 0 < k <= MaxLimit.
 func FailLocal(k int64) FailurePolicy {
-	if k <= 0 || k > MaxLimit {
-		panic(fmt.Sprintf("core: FailLocal expects k in [1, %d], got %d", MaxLimit, k))
-	}
+	checkLimit("FailLocal: k", k)
 	return FailurePolicy{mode: policyLocal, fallback: k}
 }
 

@@ -40,8 +40,7 @@ type releaser interface {
 }
 
 // Permit is a held share of a semaphore, returned by Acquire and
-// TryAcquire. It is safe for concurrent use. A Local permit costs one
-// allocation of 32 bytes.
+// TryAcquire. It is safe for concurrent use.
 type Permit struct {
 	// What only some permits need is behind permitExt: a permit of a
 	// backend without per-permit state (Local, a Local key of

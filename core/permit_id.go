@@ -11,23 +11,18 @@ import (
 const maxLeaseTTL = 24 * time.Hour
 
 // ID returns the permit's id in its backend: an opaque string, safe to pass
-// to another process, which can then take over the permit's lease renewal
-// with Redis.Adopt (Keyed.Adopt for a keyed permit, with its key) or give
-// it back with Redis.ReleaseID (Keyed.ReleaseID). It is empty for a permit
-// without a backend handle: one of the in-process backend (Local), a
-// fail-open or fail-local fallback, a quorum permit, or one of a backend
-// outside this package. A nested permit (WithReentrant) has the id of the
-// permit it is nested in. The id of a permit stays the same for its life;
-// Adopt returns a permit with a new id.
+// to another process, which can then take over the permit's lease (the
+// Redis semaphore's Adopt; Keyed.Adopt with its key) or give it back
+// (ReleaseID). It is empty for a permit without a backend handle: Local's,
+// a fail-open or fail-local fallback's, a quorum's. A nested permit
+// (Reentrant) has the id of the permit it is nested in. The id stays the
+// same for the permit's life; Adopt returns a permit with a new id.
 func (p *Permit) ID() string {
 	if p == nil || p.permitExt == nil { // a zero Permit
 		return ""
 	}
-	for p != nil && p.id == "" && p.inner != nil {
-		p = p.inner // a Keyed permit: its key's permit's
-	}
-	if p == nil {
-		return ""
+	for p.id == "" && p.inner != nil {
+		p = p.inner // a Keyed or nested permit: the permit it stands for
 	}
 	return p.id
 }

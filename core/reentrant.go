@@ -216,10 +216,8 @@ func reenter(ctx context.Context, opts []AcquireOption, same func(releaser) bool
 	return nil, false, nil
 }
 
+// isClosed reports whether c is closed; a nil c never is.
 func isClosed(c <-chan struct{}) bool {
-	if c == nil {
-		return false
-	}
 	select {
 	case <-c:
 		return true
