@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -125,4 +126,17 @@ func child(c config) error {
 	}
 	fmt.Printf("errors %d\n", nerr)
 	return nil
+}
+
+// childFlags is the command line of a worker process of c.
+func childFlags(c config) []string {
+	return []string{
+		"-backend", c.backend, "-redis", c.addr, "-name", c.name,
+		"-limit", strconv.FormatInt(c.limit, 10), "-procs", strconv.Itoa(c.procs),
+		"-workers", strconv.Itoa(c.workers), "-hold", c.hold.String(),
+		"-duration", c.duration.String(), "-lease", c.lease.String(), "-pool", strconv.Itoa(c.pool),
+		"-warmup", c.warmup.String(), "-cooldown", c.cooldown.String(),
+		"-sems", strconv.Itoa(c.sems), "-cluster", c.cluster, "-flows", strconv.Itoa(c.flows),
+		"-replica-ack", strconv.Itoa(c.ack), "-replica-ack-timeout", c.ackWait.String(),
+	}
 }

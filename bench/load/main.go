@@ -176,38 +176,6 @@ func (c *config) check() error {
 	return nil
 }
 
-// result is one JSON line of -results.
-type result struct {
-	Label    string        `json:"label"`
-	Backend  string        `json:"backend"`
-	Rep      int           `json:"rep"`
-	Procs    int           `json:"procs"`
-	Workers  int           `json:"workers"`
-	Limit    int64         `json:"limit"`
-	Hold     time.Duration `json:"hold"`
-	Duration time.Duration `json:"duration"`
-	Errors   int64         `json:"errors"`
-	Sems     int           `json:"sems,omitempty"`
-	Cluster  bool          `json:"cluster,omitempty"`
-	// Starved is the number of goroutines that got no grant in the whole
-	// run (their waits are missing from the wait percentiles).
-	Starved int `json:"starved"`
-	// Average cores busy during the run (start instant to the last
-	// worker's exit): the whole machine, the worker processes,
-	// redis-server, and the rest (other jobs on the machine).
-	CPUMachine float64 `json:"cpu_machine"`
-	CPUWorkers float64 `json:"cpu_workers"`
-	CPURedis   float64 `json:"cpu_redis"`
-	CPUOther   float64 `json:"cpu_other"`
-	// Redis INFO commandstats over the run (standalone server only).
-	CmdsPerAcq    float64 `json:"cmds_per_acq,omitempty"`
-	ScriptsPerAcq float64 `json:"scripts_per_acq,omitempty"`
-	UsecPerEval   float64 `json:"usec_per_evalsha,omitempty"`
-	// redis-server's CPU time (with -redis-pid) per grant, in µs.
-	RedisUsPerAcq float64 `json:"redis_us_per_acq,omitempty"`
-	analyze.Report
-}
-
 func parent(c config) error {
 	if err := c.check(); err != nil {
 		return err
@@ -391,16 +359,4 @@ func parent(c config) error {
 		return errors.New("limit violated")
 	}
 	return nil
-}
-
-func childFlags(c config) []string {
-	return []string{
-		"-backend", c.backend, "-redis", c.addr, "-name", c.name,
-		"-limit", strconv.FormatInt(c.limit, 10), "-procs", strconv.Itoa(c.procs),
-		"-workers", strconv.Itoa(c.workers), "-hold", c.hold.String(),
-		"-duration", c.duration.String(), "-lease", c.lease.String(), "-pool", strconv.Itoa(c.pool),
-		"-warmup", c.warmup.String(), "-cooldown", c.cooldown.String(),
-		"-sems", strconv.Itoa(c.sems), "-cluster", c.cluster, "-flows", strconv.Itoa(c.flows),
-		"-replica-ack", strconv.Itoa(c.ack), "-replica-ack-timeout", c.ackWait.String(),
-	}
 }

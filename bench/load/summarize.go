@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/distsem/distsem/bench/analyze"
 )
 
 // metric extracts one figure of a result, in the unit shown.
@@ -187,4 +189,36 @@ func medianRange(vs []float64) (med, lo, hi float64) {
 		med = (s[n/2-1] + s[n/2]) / 2
 	}
 	return med, s[0], s[n-1]
+}
+
+// result is one JSON line of -results.
+type result struct {
+	Label    string        `json:"label"`
+	Backend  string        `json:"backend"`
+	Rep      int           `json:"rep"`
+	Procs    int           `json:"procs"`
+	Workers  int           `json:"workers"`
+	Limit    int64         `json:"limit"`
+	Hold     time.Duration `json:"hold"`
+	Duration time.Duration `json:"duration"`
+	Errors   int64         `json:"errors"`
+	Sems     int           `json:"sems,omitempty"`
+	Cluster  bool          `json:"cluster,omitempty"`
+	// Starved is the number of goroutines that got no grant in the whole
+	// run (their waits are missing from the wait percentiles).
+	Starved int `json:"starved"`
+	// Average cores busy during the run (start instant to the last
+	// worker's exit): the whole machine, the worker processes,
+	// redis-server, and the rest (other jobs on the machine).
+	CPUMachine float64 `json:"cpu_machine"`
+	CPUWorkers float64 `json:"cpu_workers"`
+	CPURedis   float64 `json:"cpu_redis"`
+	CPUOther   float64 `json:"cpu_other"`
+	// Redis INFO commandstats over the run (standalone server only).
+	CmdsPerAcq    float64 `json:"cmds_per_acq,omitempty"`
+	ScriptsPerAcq float64 `json:"scripts_per_acq,omitempty"`
+	UsecPerEval   float64 `json:"usec_per_evalsha,omitempty"`
+	// redis-server's CPU time (with -redis-pid) per grant, in µs.
+	RedisUsPerAcq float64 `json:"redis_us_per_acq,omitempty"`
+	analyze.Report
 }
