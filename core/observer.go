@@ -19,7 +19,8 @@ const (
 	EventAbandoned
 	// EventReleased: a permit was released. Wait is the time it was held.
 	EventReleased
-	// EventLost: a lease could not be kept.
+	// EventLost: a lease could not be kept. Every backend reports it
+	// before it closes the permit's Lost channel.
 	EventLost
 	// EventBackendError: the backend failed. Err is the cause.
 	EventBackendError

@@ -46,7 +46,7 @@ func TestRedisWaitAndLostLease(t *testing.T) {
 			t.Error("the lease was not lost after its permit was released by id")
 			return
 		}
-		<-lost // EventLost is reported just after Lost is closed
+		<-lost // reported before Lost closed
 	})
 	held, err := other.Acquire(context.Background())
 	if err != nil {

@@ -164,7 +164,7 @@ func TestLeaseLostEvent(t *testing.T) {
 	}
 	m.SetTime(time.Now().Add(time.Hour)) // the lease ends behind the holder's back
 	<-p.Lost()
-	<-reported // EventLost comes just after Lost is closed
+	<-reported // reported before Lost closed
 	p.Release(ctx)
 	job.End()
 

@@ -46,15 +46,6 @@ func limitError(limit int64) error {
 	return nil
 }
 
-func isClosed(c <-chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
-}
-
 // checkFairness panics, naming ctor, if cfg's Fairness fails its Check
 // against limit.
 func checkFairness(ctor string, cfg config, limit int64) {

@@ -41,6 +41,18 @@ func lostCtx(ctx context.Context) context.Context {
 	return context.WithoutCancel(ctx)
 }
 
+// lose reports each holder of gone lost with err, once it is out of its
+// semaphore's held set: first EventLost, so that an observer sees it while
+// the permit's caller still waits on Lost (and, say, its trace span is
+// open), then Lost. It must not be called with b.mu held: an observer may
+// call back into the semaphore.
+func lose(gone []*holder, err error) {
+	for _, h := range gone {
+		h.s.b.cfg.observe(core.Event{Kind: core.EventLost, Name: h.s.label, Weight: h.weight, Err: err, Ctx: lostCtx(h.ctx)})
+		close(h.lost)
+	}
+}
+
 // newHolder returns the holder of a grant and the permit made around it.
 func (s *Semaphore) newHolder(id string, weight, token int64, ttl time.Duration, grantUS int64) *holder {
 	h := &holder{s: s, id: id, weight: weight, token: token, ttl: ttl.Milliseconds(), grantUS: grantUS, lost: make(chan struct{})}

@@ -255,13 +255,13 @@ func (l *leased) loseAll() {
 	for p, was := range l.held {
 		if !was {
 			l.held[p] = true
-			close(p.lost)
 			lost = append(lost, p)
 		}
 	}
 	l.mu.Unlock()
-	for _, p := range lost {
+	for _, p := range lost { // EventLost first, then Lost, as lose does
 		l.s.b.cfg.observe(core.Event{Kind: core.EventLost, Name: l.s.label, Weight: p.weight, Ctx: lostCtx(p.ctx)})
+		close(p.lost)
 	}
 }
 

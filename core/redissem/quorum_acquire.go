@@ -24,6 +24,7 @@ type quorumHold struct {
 
 	mu      sync.Mutex
 	state   int                  // holdAcquiring, holdHeld or holdDone
+	lostSet bool                 // the permit was reported lost
 	perm    []*holder            // per master: its grant, or nil
 	errs    []error              // per master: why its last request failed
 	started []time.Time          // per master: when its last request was sent

@@ -21,13 +21,12 @@ func (h *quorumHold) watch(p *holder) {
 		}
 		h.mu.Lock()
 		h.alive--
-		gone := h.alive < h.need && h.state == holdHeld && !isClosed(h.lost)
-		if gone {
-			close(h.lost)
-		}
+		gone := h.alive < h.need && h.state == holdHeld && !h.lostSet
+		h.lostSet = h.lostSet || gone
 		h.mu.Unlock()
-		if gone {
+		if gone { // EventLost first, then Lost, as lose does
 			h.q.cfg.observe(core.Event{Kind: core.EventLost, Name: h.q.name, Weight: h.a.weight, Ctx: lostCtx(h.ctx)})
+			close(h.lost)
 		}
 	})
 }

@@ -28,7 +28,6 @@ func (b *redisBackend) close() error {
 	var lost []*holder
 	for s, t := range b.sems {
 		for p := range t.held {
-			close(p.lost)
 			lost = append(lost, p)
 		}
 		delete(b.sems, s)
@@ -58,9 +57,7 @@ func (b *redisBackend) close() error {
 		w.ch <- grantNote{id: w.id, token: noteClosed}
 	}
 	close(b.stop)
-	for _, p := range lost {
-		b.cfg.observe(core.Event{Kind: core.EventLost, Name: "", Weight: p.weight, Err: core.ErrClosed, Ctx: lostCtx(p.ctx)})
-	}
+	lose(lost, core.ErrClosed)
 	var err error
 	if ps != nil {
 		err = ps.close()

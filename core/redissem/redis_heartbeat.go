@@ -4,8 +4,6 @@ import (
 	"context"
 	"sync/atomic"
 	"time"
-
-	"github.com/distsem/distsem/core"
 )
 
 // heartbeatBatch bounds the ids sent in one heartbeat script.
@@ -181,7 +179,6 @@ func (b *redisBackend) heartbeatOnce(s *Semaphore, held []*holder, waiting []*re
 			p.endUS = r.nowUS + p.ttl*1000
 		case err == nil || now.After(end):
 			delete(t.held, p)
-			close(p.lost)
 			gone = append(gone, p)
 		}
 	}
@@ -205,9 +202,7 @@ func (b *redisBackend) heartbeatOnce(s *Semaphore, held []*holder, waiting []*re
 			break
 		}
 	}
-	for _, p := range gone {
-		b.cfg.observe(core.Event{Kind: core.EventLost, Name: s.label, Weight: p.weight, Ctx: lostCtx(p.ctx)})
-	}
+	lose(gone, nil)
 }
 
 // failWaiters ends every queued wait of this process with the failure

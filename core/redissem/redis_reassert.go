@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
-
-	"github.com/distsem/distsem/core"
 )
 
 // Holders re-asserted after a switch.
@@ -148,15 +146,12 @@ func (s *Semaphore) markLost(held []*holder, lost map[string]bool) {
 		for _, p := range held {
 			if _, ok := t.held[p]; ok && lost[p.id] {
 				delete(t.held, p)
-				close(p.lost)
 				gone = append(gone, p)
 			}
 		}
 	}
 	s.b.mu.Unlock()
-	for _, p := range gone {
-		s.b.cfg.observe(core.Event{Kind: core.EventLost, Name: s.label, Weight: p.weight, Ctx: lostCtx(p.ctx)})
-	}
+	lose(gone, nil)
 }
 
 // reassertLost re-asserts the holders of held that a heartbeat found
