@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// SentinelSet is a master, its replica and three sentinels (quorum 2,
+// SentinelSet is a master, its replica (or replicas) and three sentinels (quorum 2,
 // down-after 1 s) started for one test that fails the master over on
 // purpose. Addrs are the sentinels' addresses, Master the monitored name.
 type SentinelSet struct {
@@ -27,6 +27,15 @@ type SentinelOption func(*sentinelConfig)
 type sentinelConfig struct {
 	link            func(master string) string
 	failoverTimeout time.Duration
+	replicas        int
+}
+
+// WithReplicas gives the master n replicas instead of one, so that one is
+// left to replicate from the promoted replica after a crash (as
+// redissem.WithReplicaAck(1, …) needs to grant). Sentinel re-points the
+// others at the new master as part of the failover.
+func WithReplicas(n int) SentinelOption {
+	return func(c *sentinelConfig) { c.replicas = n }
 }
 
 // WithReplicaLink makes the replica replicate from link(master), the
@@ -44,7 +53,7 @@ func WithReplicaLink(link func(master string) string) SentinelOption {
 // when redis-server or redis-sentinel is not installed.
 func StartSentinel(tb testing.TB, opts ...SentinelOption) *SentinelSet {
 	tb.Helper()
-	cfg := sentinelConfig{failoverTimeout: 5 * time.Second}
+	cfg := sentinelConfig{failoverTimeout: 5 * time.Second, replicas: 1}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -64,11 +73,15 @@ func StartSentinel(tb testing.TB, opts ...SentinelOption) *SentinelSet {
 		from = cfg.link(from)
 	}
 	host, port, _ := strings.Cut(from, ":")
-	replica, err := startRedisProc(false, "--replicaof", host, port)
-	if err != nil {
-		tb.Fatal(err)
+	var replicas []*redisProc
+	for range max(cfg.replicas, 1) {
+		replica, err := startRedisProc(false, "--replicaof", host, port)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		s.procs = append(s.procs, replica)
+		replicas = append(replicas, replica)
 	}
-	s.procs = append(s.procs, replica)
 	conf := fmt.Sprintf("sentinel monitor %[1]s 127.0.0.1 %[2]d 2\n"+
 		"sentinel down-after-milliseconds %[1]s 1000\n"+
 		"sentinel failover-timeout %[1]s %[3]d\n", sentinelMaster, master.port, cfg.failoverTimeout.Milliseconds())
@@ -84,7 +97,7 @@ func StartSentinel(tb testing.TB, opts ...SentinelOption) *SentinelSet {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := awaitSentinels(ctx, replica, sentinels); err != nil {
+	if err := awaitSentinels(ctx, replicas, sentinels); err != nil {
 		tb.Fatalf("servertest: starting Redis Sentinel: %v", err)
 	}
 	return s
