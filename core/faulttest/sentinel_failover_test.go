@@ -126,6 +126,9 @@ func sentinelFailover(t *testing.T, mode failMode) {
 	s := l.stats(name, limit, at, end)
 	after := l.statsFrom(name, limit, at, sw, end)
 	t.Logf("grants per 100 ms from 0.5 s before the failover: %v", l.buckets(name, at.Add(-500*time.Millisecond), end, 100*time.Millisecond))
+	if errs := l.errorsAround(sw); len(errs) > 0 {
+		t.Logf("Acquire errors, times from the switch: %q", errs)
+	}
 	scenario := map[failMode]string{failGraceful: "sentinel-graceful", failCrash: "sentinel-crash",
 		failCrashAck: "sentinel-crash-ack", failCrashNoAck: "sentinel-crash-no-ack"}[mode]
 	figure(t, scenario, "switch", sw.Sub(at), "gap", s.gap, "full_rate", s.full,
