@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,6 +108,8 @@ func sentinelFailover(t *testing.T, mode failMode) {
 	}
 	sc := redis.NewSentinelClient(&redis.Options{Addr: set.Addrs[0]})
 	defer sc.Close()
+	rw := watchReplication(set.RedisAddrs())
+	t.Cleanup(func() { rw.lines(time.Time{}) })
 	at := time.Now()
 	if crash {
 		set.Kill(old)
@@ -129,6 +132,8 @@ func sentinelFailover(t *testing.T, mode failMode) {
 	if errs := l.errorsAround(sw); len(errs) > 0 {
 		t.Logf("Acquire errors, times from the switch: %q", errs)
 	}
+	t.Logf("failover at %+dms; INFO replication of each server as it changed, times from the switch:\n\t%s",
+		at.Sub(sw).Milliseconds(), strings.Join(rw.lines(sw), "\n\t"))
 	scenario := map[failMode]string{failGraceful: "sentinel-graceful", failCrash: "sentinel-crash",
 		failCrashAck: "sentinel-crash-ack", failCrashNoAck: "sentinel-crash-no-ack"}[mode]
 	figure(t, scenario, "switch", sw.Sub(at), "gap", s.gap, "full_rate", s.full,

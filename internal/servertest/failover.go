@@ -19,6 +19,7 @@ type SentinelSet struct {
 	Addrs  []string
 	Master string
 	procs  []*redisProc
+	data   []*redisProc // the master and its replicas, as started
 }
 
 // SentinelOption changes the set that StartSentinel starts.
@@ -68,6 +69,7 @@ func StartSentinel(tb testing.TB, opts ...SentinelOption) *SentinelSet {
 		unavailable(tb, "redis-server", err)
 	}
 	s.procs = append(s.procs, master)
+	s.data = append(s.data, master)
 	from := master.addr()
 	if cfg.link != nil {
 		from = cfg.link(from)
@@ -80,6 +82,7 @@ func StartSentinel(tb testing.TB, opts ...SentinelOption) *SentinelSet {
 			tb.Fatal(err)
 		}
 		s.procs = append(s.procs, replica)
+		s.data = append(s.data, replica)
 		replicas = append(replicas, replica)
 	}
 	conf := fmt.Sprintf("sentinel monitor %[1]s 127.0.0.1 %[2]d 2\n"+
@@ -117,6 +120,16 @@ func (s *SentinelSet) MasterAddr(ctx context.Context) (string, error) {
 		}
 	}
 	return "", err
+}
+
+// RedisAddrs returns the addresses of the master and its replicas as
+// started (the first is the first master), whatever their roles now.
+func (s *SentinelSet) RedisAddrs() []string {
+	out := make([]string, len(s.data))
+	for i, p := range s.data {
+		out[i] = p.addr()
+	}
+	return out
 }
 
 // Kill kills the server at addr (the master or the replica) with SIGKILL.
