@@ -132,8 +132,11 @@ func sentinelFailover(t *testing.T, mode failMode) {
 	if errs := l.errorsAround(sw); len(errs) > 0 {
 		t.Logf("Acquire errors, times from the switch: %q", errs)
 	}
-	t.Logf("failover at %+dms; INFO replication of each server as it changed, times from the switch:\n\t%s",
-		at.Sub(sw).Milliseconds(), strings.Join(rw.lines(sw), "\n\t"))
+	t.Logf("failover at %+dms; INFO replication of each server as it changed, times from the switch (%s):\n\t%s",
+		at.Sub(sw).Milliseconds(), sw.Format("15:04:05.000"), strings.Join(rw.lines(sw), "\n\t"))
+	if after.gap > time.Second {
+		t.Logf("the sentinels' log from the failover on:\n\t%s", strings.Join(set.SentinelLog(at), "\n\t"))
+	}
 	scenario := map[failMode]string{failGraceful: "sentinel-graceful", failCrash: "sentinel-crash",
 		failCrashAck: "sentinel-crash-ack", failCrashNoAck: "sentinel-crash-no-ack"}[mode]
 	figure(t, scenario, "switch", sw.Sub(at), "gap", s.gap, "full_rate", s.full,

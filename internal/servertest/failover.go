@@ -3,6 +3,8 @@ package servertest
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -20,6 +22,7 @@ type SentinelSet struct {
 	Master string
 	procs  []*redisProc
 	data   []*redisProc // the master and its replicas, as started
+	sents  []*redisProc
 }
 
 // SentinelOption changes the set that StartSentinel starts.
@@ -96,6 +99,7 @@ func StartSentinel(tb testing.TB, opts ...SentinelOption) *SentinelSet {
 		}
 		s.procs = append(s.procs, p)
 		sentinels = append(sentinels, p)
+		s.sents = append(s.sents, p)
 		s.Addrs = append(s.Addrs, p.addr())
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -128,6 +132,32 @@ func (s *SentinelSet) RedisAddrs() []string {
 	out := make([]string, len(s.data))
 	for i, p := range s.data {
 		out[i] = p.addr()
+	}
+	return out
+}
+
+// SentinelLog returns the lines that the sentinels logged from since on
+// (by their own clock, to the millisecond), each prefixed with the port of
+// the sentinel that logged it, in that sentinel's order; a line that cannot
+// be read as one is kept.
+func (s *SentinelSet) SentinelLog(since time.Time) []string {
+	var out []string
+	for _, p := range s.sents {
+		b, err := os.ReadFile(filepath.Join(p.dir, "redis.log"))
+		if err != nil {
+			out = append(out, fmt.Sprintf("%d: %v", p.port, err))
+			continue
+		}
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			// 1234:X 28 Nov 2026 07:37:01.234 # +sdown master …
+			if f := strings.Fields(l); len(f) >= 5 {
+				at, err := time.ParseInLocation("2 Jan 2006 15:04:05.000", strings.Join(f[1:5], " "), time.Local)
+				if err == nil && at.Before(since.Truncate(time.Millisecond)) {
+					continue
+				}
+			}
+			out = append(out, fmt.Sprintf("%d: %s", p.port, l))
+		}
 	}
 	return out
 }
