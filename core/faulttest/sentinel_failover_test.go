@@ -121,6 +121,10 @@ func sentinelFailover(t *testing.T, mode failMode) {
 		return err == nil && a != old
 	})
 	sw := time.Now()
+	nu, err := set.MasterAddr(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	time.Sleep(4 * time.Second) // the window measured after the switch
 	end := time.Now()
 	stop()
@@ -134,15 +138,28 @@ func sentinelFailover(t *testing.T, mode failMode) {
 	}
 	t.Logf("failover at %+dms; INFO replication of each server as it changed, times from the switch (%s):\n\t%s",
 		at.Sub(sw).Milliseconds(), sw.Format("15:04:05.000"), strings.Join(rw.lines(sw), "\n\t"))
-	if after.gap > time.Second {
-		t.Logf("the sentinels' log from the failover on:\n\t%s", strings.Join(set.SentinelLog(at), "\n\t"))
+	// Sentinel's own view: how many failovers the sentinels carried out,
+	// and how often one judged the new master down.
+	slog := set.SentinelLog(at)
+	failovers, newDown := 0, 0
+	for _, l := range slog {
+		if strings.Contains(l, "+elected-leader") {
+			failovers++
+		}
+		if strings.Contains(l, "+sdown master "+set.Master+" "+strings.Replace(nu, ":", " ", 1)) {
+			newDown++
+		}
+	}
+	if after.gap > time.Second || failovers != 1 || newDown > 0 {
+		t.Logf("the sentinels' log from the failover on:\n\t%s", strings.Join(slog, "\n\t"))
 	}
 	scenario := map[failMode]string{failGraceful: "sentinel-graceful", failCrash: "sentinel-crash",
 		failCrashAck: "sentinel-crash-ack", failCrashNoAck: "sentinel-crash-no-ack"}[mode]
 	figure(t, scenario, "switch", sw.Sub(at), "gap", s.gap, "full_rate", s.full,
 		"gap_after_switch", after.gap, "full_after_switch", after.full,
 		"baseline_per_s", s.baseline, "peak", s.peak, "limit", limit, "over", s.over,
-		"under_max", s.under, "errors", l.errors(name), "release_errors", l.releaseErrors(name))
+		"under_max", s.under, "errors", l.errors(name), "release_errors", l.releaseErrors(name),
+		"sentinel_failovers", failovers, "new_master_judged_down", newDown)
 	if mode == failCrashAck {
 		// Every grant counted is on the surviving replica, so on the
 		// promoted one: the limit holds through the crash.

@@ -14,9 +14,19 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// SentinelSet is a master, its replica (or replicas) and three sentinels (quorum 2,
-// down-after 1 s) started for one test that fails the master over on
-// purpose. Addrs are the sentinels' addresses, Master the monitored name.
+// SentinelSet is a master, its replica (or replicas) and three sentinels
+// (quorum 2, down-after 1 s, ping period 250 ms) started for one test that
+// fails the master over on purpose. Addrs are the sentinels' addresses,
+// Master the monitored name.
+//
+// The ping period is also how often a sentinel may reconnect to an
+// instance, and a sentinel that follows a switch keeps the time of its last
+// attempt on the dead master: with Sentinel's 1 s, its first PING to the new
+// master could leave up to 1 s after the switch, so with down-after 1 s it
+// sometimes judged the new master down at once and failed it over again,
+// to a second replica if it had one (two masters, neither with a replica).
+// Sentinel's own ratio of the two (1 s against 30 s) rules that out; 250 ms
+// against 1 s restores it.
 type SentinelSet struct {
 	Addrs  []string
 	Master string
@@ -104,11 +114,23 @@ func StartSentinel(tb testing.TB, opts ...SentinelOption) *SentinelSet {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	for _, p := range sentinels {
+		sc := redis.NewClient(&redis.Options{Addr: p.addr(), MaxRetries: -1})
+		err := sc.Do(ctx, "SENTINEL", "DEBUG", "ping-period", sentinelPingPeriod.Milliseconds()).Err()
+		sc.Close()
+		if err != nil {
+			tb.Fatalf("servertest: setting the ping period of sentinel %s: %v", p.addr(), err)
+		}
+	}
 	if err := awaitSentinels(ctx, replicas, sentinels); err != nil {
 		tb.Fatalf("servertest: starting Redis Sentinel: %v", err)
 	}
 	return s
 }
+
+// sentinelPingPeriod is how often the sentinels of a SentinelSet ping each
+// instance, and may reconnect to one (SENTINEL DEBUG ping-period).
+const sentinelPingPeriod = 250 * time.Millisecond
 
 // MasterAddr returns the master's address as the first sentinel that
 // answers reports it.
