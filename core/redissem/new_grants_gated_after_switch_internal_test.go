@@ -33,8 +33,10 @@ import (
 // Each run logs the peak of holders on the recorded timeline (a hold ends
 // at its Release or its Lost(), whichever is first), the time with more
 // than the limit held, the longest time without a grant after the switch,
-// the permits lost, and how long each detected switch held grants back;
-// the last line sums up each way.
+// the grants of the first second after it against the second before the
+// kill, when the rate was back (the end of the last 250 ms window below
+// half that), the permits lost, and when each detected switch held grants
+// back and for how long; the last lines sum up each way.
 func TestGateAfterSwitch(t *testing.T) {
 	v := os.Getenv("DISTSEM_FAILOVER_REPS")
 	if v == "" {
@@ -48,7 +50,7 @@ func TestGateAfterSwitch(t *testing.T) {
 		{"reassert", func(r *gateRec, _ time.Duration) func(func()) func() {
 			return func(open func()) func() {
 				at := time.Now()
-				return func() { r.held(time.Since(at)); open() }
+				return func() { r.held(at, time.Since(at)); open() }
 			}
 		}},
 		{"heartbeat", func(r *gateRec, ttl time.Duration) func(func()) func() {
@@ -57,16 +59,16 @@ func TestGateAfterSwitch(t *testing.T) {
 				return func() {
 					rest := time.Until(at.Add(ttl / 3))
 					if rest <= 0 {
-						r.held(time.Since(at))
+						r.held(at, time.Since(at))
 						open()
 						return
 					}
-					time.AfterFunc(rest, func() { r.held(time.Since(at)); open() })
+					time.AfterFunc(rest, func() { r.held(at, time.Since(at)); open() })
 				}
 			}
 		}},
 		{"none", func(r *gateRec, _ time.Duration) func(func()) func() {
-			return func(open func()) func() { open(); r.held(0); return func() {} }
+			return func(open func()) func() { open(); r.held(time.Now(), 0); return func() {} }
 		}},
 	}
 	runs := map[string][]gateRun{}
@@ -92,16 +94,19 @@ type gateWay struct {
 // gateRec records one run: every hold, every grant, and how long each
 // detected switch held grants back.
 type gateRec struct {
-	mu    sync.Mutex
-	holds [][2]int64 // UnixNano from, to
-	lost  int
-	errs  int
-	gates []time.Duration
+	mu      sync.Mutex
+	holds   [][2]int64 // UnixNano from, to
+	lost    int
+	errs    int
+	gates   []time.Duration
+	gatedAt []time.Time
 }
 
-func (r *gateRec) held(d time.Duration) {
+// held records a switch detected at at that held grants back for d.
+func (r *gateRec) held(at time.Time, d time.Duration) {
 	r.mu.Lock()
 	r.gates = append(r.gates, d)
+	r.gatedAt = append(r.gatedAt, at)
 	r.mu.Unlock()
 }
 
@@ -110,6 +115,8 @@ type gateRun struct {
 	peak        int
 	over        time.Duration // with more than the limit held, from the kill on
 	gap         time.Duration // longest without a grant, from the switch on
+	rate1s      float64       // grants in the second after the switch ÷ in the second before the kill
+	full        time.Duration // from the switch to the end of the last 250 ms window below half that rate
 	lost, errs  int
 	gates       []time.Duration
 	switchAfter time.Duration // from the kill to the sentinels naming the new master
@@ -171,8 +178,26 @@ func gateFailover(t *testing.T, w gateWay) gateRun {
 		}
 	}
 	out.gap = max(out.gap, time.Duration(end.UnixNano()-last))
-	t.Logf("%s: switch %v after the kill; peak %d (limit %d), %v over; gap after the switch %v; %d lost, %d Acquire errors; grants held back after a detected switch for %v",
-		w.name, out.switchAfter.Round(time.Millisecond), out.peak, limit, out.over, out.gap.Round(time.Millisecond), out.lost, out.errs, roundAll(out.gates))
+	count := func(from, to time.Time) int {
+		i, _ := slices.BinarySearch(starts, from.UnixNano())
+		j, _ := slices.BinarySearch(starts, to.UnixNano())
+		return j - i
+	}
+	base := count(at.Add(-time.Second), at)
+	out.rate1s = float64(count(sw, sw.Add(time.Second))) / float64(max(base, 1))
+	const win = 250 * time.Millisecond
+	for from := sw; !from.Add(win).After(end); from = from.Add(50 * time.Millisecond) {
+		if float64(count(from, from.Add(win))) < float64(base)*win.Seconds()/2 {
+			out.full = from.Add(win).Sub(sw)
+		}
+	}
+	gated := make([]string, len(r.gates))
+	for i, d := range r.gates {
+		gated[i] = fmt.Sprintf("%+dms for %v", r.gatedAt[i].Sub(sw).Milliseconds(), d.Round(time.Millisecond))
+	}
+	t.Logf("%s: switch %v after the kill; peak %d (limit %d), %v over; gap after the switch %v; first second after it %.2f× the second before the kill (%d/s), rate back %v after it; %d lost, %d Acquire errors; grants held back after a detected switch (times from the switch): %v",
+		w.name, out.switchAfter.Round(time.Millisecond), out.peak, limit, out.over, out.gap.Round(time.Millisecond),
+		out.rate1s, base, out.full, out.lost, out.errs, gated)
 	return out
 }
 
@@ -254,11 +279,14 @@ func roundAll(ds []time.Duration) []time.Duration {
 // limit held, the peak, the gap after the switch (median, range), the
 // permits lost, and how long grants were held back (median, max).
 func summarizeGateRuns(runs []gateRun) string {
-	var gaps, gates []time.Duration
+	var gaps, gates, fulls []time.Duration
+	var rates []float64
 	overRuns, peak, lost := 0, 0, 0
 	var over time.Duration
 	for _, r := range runs {
 		gaps = append(gaps, r.gap)
+		fulls = append(fulls, r.full)
+		rates = append(rates, r.rate1s)
 		gates = append(gates, r.gates...)
 		if r.over > 0 {
 			overRuns++
@@ -274,8 +302,9 @@ func summarizeGateRuns(runs []gateRun) string {
 		slices.Sort(ds)
 		return fmt.Sprintf("%v [%v – %v]", ds[len(ds)/2].Round(time.Millisecond), ds[0].Round(time.Millisecond), ds[len(ds)-1].Round(time.Millisecond))
 	}
+	slices.Sort(rates)
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d runs; over the limit in %d (%v in all), peak %d; gap after the switch %s; %d permits lost; grants held back %s (%d switches detected while holding)",
-		len(runs), overRuns, over, peak, med(gaps), lost, med(gates), len(gates))
+	fmt.Fprintf(&b, "%d runs; over the limit in %d (%v in all), peak %d; gap after the switch %s; first second %.2f× [%.2f – %.2f]; rate back %s; %d permits lost; grants held back %s (%d switches detected while holding)",
+		len(runs), overRuns, over, peak, med(gaps), rates[len(rates)/2], rates[0], rates[len(rates)-1], med(fulls), lost, med(gates), len(gates))
 	return b.String()
 }
