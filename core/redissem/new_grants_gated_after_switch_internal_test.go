@@ -35,8 +35,9 @@ import (
 // than the limit held, the longest time without a grant after the switch,
 // the grants of the first second after it against the second before the
 // kill, when the rate was back (the end of the last 250 ms window below
-// half that), the permits lost, and when each detected switch held grants
-// back and for how long; the last lines sum up each way.
+// half that), the permits lost, when each detected switch held grants
+// back and for how long, and when each attempt to remake a subscription
+// ended and whether it replaced it; the last lines sum up each way.
 func TestGateAfterSwitch(t *testing.T) {
 	v := os.Getenv("DISTSEM_FAILOVER_REPS")
 	if v == "" {
@@ -100,6 +101,43 @@ type gateRec struct {
 	errs    int
 	gates   []time.Duration
 	gatedAt []time.Time
+	remade  []time.Time // when a subscription was replaced by a fresh one
+	failed  []time.Time // when an attempt to replace one ended without
+}
+
+// resubWatch tells, after each attempt of one backend to remake its
+// subscription, whether the attempt replaced it.
+type resubWatch struct {
+	b    *redisBackend
+	r    *gateRec
+	mu   sync.Mutex
+	prev *sub
+}
+
+func (w *resubWatch) mark() {
+	w.b.mu.Lock()
+	cur := w.b.pubsub
+	w.b.mu.Unlock()
+	w.mu.Lock()
+	w.prev = cur
+	w.mu.Unlock()
+}
+
+func (w *resubWatch) ended() {
+	w.b.mu.Lock()
+	cur := w.b.pubsub
+	w.b.mu.Unlock()
+	w.mu.Lock()
+	replaced := cur != w.prev
+	w.prev = cur
+	w.mu.Unlock()
+	w.r.mu.Lock()
+	if replaced {
+		w.r.remade = append(w.r.remade, time.Now())
+	} else {
+		w.r.failed = append(w.r.failed, time.Now())
+	}
+	w.r.mu.Unlock()
 }
 
 // held records a switch detected at at that held grants back for d.
@@ -118,6 +156,7 @@ type gateRun struct {
 	rate1s      float64       // grants in the second after the switch ÷ in the second before the kill
 	full        time.Duration // from the switch to the end of the last 250 ms window below half that rate
 	lost, errs  int
+	remadeAfter int // subscriptions replaced after the switch
 	gates       []time.Duration
 	switchAfter time.Duration // from the kill to the sentinels naming the new master
 }
@@ -129,10 +168,13 @@ func gateFailover(t *testing.T, w gateWay) gateRun {
 	defer stop()
 	r := &gateRec{}
 	var wg sync.WaitGroup
+	var watches []*resubWatch
 	for range procs {
 		c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: set.Master, SentinelAddrs: set.Addrs})
 		s := New(c, "gate-failover", limit, WithKeyPrefix("gf:"), WithDefaultLeaseTTL(ttl))
-		s.b.hooks = &testHooks{regate: w.hook(r, ttl)} // before any goroutine of the backend runs
+		rw := &resubWatch{b: s.b, r: r}
+		watches = append(watches, rw)
+		s.b.hooks = &testHooks{regate: w.hook(r, ttl), resubscribed: rw.ended} // before any goroutine of the backend runs
 		t.Cleanup(func() { s.Close(); c.Close() })
 		for range per {
 			wg.Add(1)
@@ -145,6 +187,9 @@ func gateFailover(t *testing.T, w gateWay) gateRun {
 		return len(r.holds) > 0
 	})
 	time.Sleep(2 * time.Second) // a steady rate before the kill: an observation window
+	for _, rw := range watches {
+		rw.mark()
+	}
 	old, err := set.MasterAddr(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -191,6 +236,20 @@ func gateFailover(t *testing.T, w gateWay) gateRun {
 			out.full = from.Add(win).Sub(sw)
 		}
 	}
+	rel := func(ts []time.Time) []int64 {
+		out := make([]int64, len(ts))
+		for i, x := range ts {
+			out[i] = x.Sub(sw).Milliseconds()
+		}
+		return out
+	}
+	out.remadeAfter = 0
+	for _, x := range r.remade {
+		if x.After(sw) {
+			out.remadeAfter++
+		}
+	}
+	t.Logf("%s: subscriptions replaced at %v ms from the switch; attempts that did not replace one ended at %v ms", w.name, rel(r.remade), rel(r.failed))
 	gated := make([]string, len(r.gates))
 	for i, d := range r.gates {
 		gated[i] = fmt.Sprintf("%+dms for %v", r.gatedAt[i].Sub(sw).Milliseconds(), d.Round(time.Millisecond))
@@ -281,7 +340,7 @@ func roundAll(ds []time.Duration) []time.Duration {
 func summarizeGateRuns(runs []gateRun) string {
 	var gaps, gates, fulls []time.Duration
 	var rates []float64
-	overRuns, peak, lost := 0, 0, 0
+	overRuns, peak, lost, remade := 0, 0, 0, 0
 	var over time.Duration
 	for _, r := range runs {
 		gaps = append(gaps, r.gap)
@@ -294,6 +353,7 @@ func summarizeGateRuns(runs []gateRun) string {
 		over += r.over
 		peak = max(peak, r.peak)
 		lost += r.lost
+		remade += r.remadeAfter
 	}
 	med := func(ds []time.Duration) string {
 		if len(ds) == 0 {
@@ -304,7 +364,7 @@ func summarizeGateRuns(runs []gateRun) string {
 	}
 	slices.Sort(rates)
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d runs; over the limit in %d (%v in all), peak %d; gap after the switch %s; first second %.2f× [%.2f – %.2f]; rate back %s; %d permits lost; grants held back %s (%d switches detected while holding)",
-		len(runs), overRuns, over, peak, med(gaps), rates[len(rates)/2], rates[0], rates[len(rates)-1], med(fulls), lost, med(gates), len(gates))
+	fmt.Fprintf(&b, "%d runs; over the limit in %d (%v in all), peak %d; gap after the switch %s; first second %.2f× [%.2f – %.2f]; rate back %s; %d permits lost; grants held back %s (%d switches detected while holding); %d subscriptions replaced after the switch",
+		len(runs), overRuns, over, peak, med(gaps), rates[len(rates)/2], rates[0], rates[len(rates)-1], med(fulls), lost, med(gates), len(gates), remade)
 	return b.String()
 }
