@@ -33,6 +33,11 @@ import (
 // the same set without the option, for comparison: it runs only in a
 // measurement run. DISTSEM_FAILOVER_REPS=n repeats each of the two n times
 // (default: crash-ack once, crash-no-ack skipped), each on its own set.
+//
+// Every run logs each server's INFO replication as it changed, and the
+// figures count the failovers Sentinel made and how often a sentinel judged
+// the new master down; the sentinels' log is logged too when that happened
+// or grants stopped for over a second after the switch.
 func TestSentinelFailoverFollowsMaster(t *testing.T) {
 	t.Run("graceful", func(t *testing.T) { sentinelFailover(t, failGraceful) })
 	t.Run("crash", func(t *testing.T) { sentinelFailover(t, failCrash) })
