@@ -30,6 +30,8 @@
 // in that range (servertest's DISTSEM_TEST_PORTS, which it sets when unset);
 // DISTSEM_REDIS_ADDR names a server for the scenarios that leave it
 // running. DISTSEM_SOAK=10m runs the soak scenario (random faults for that
-// long); it is off otherwise. See docs/RELIABILITY.md for the scenarios
-// and what they measured.
+// long); it is off otherwise. DISTSEM_FAILOVER_REPS=n repeats the Sentinel
+// crash with WithReplicaAck n times, and the same crash without it (see
+// TestSentinelFailoverFollowsMaster). See docs/RELIABILITY.md for the
+// scenarios and what they measured.
 package faulttest

@@ -2,7 +2,9 @@ package faulttest
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -22,7 +24,16 @@ type load struct {
 	grants  map[string][]int64    // UnixNano at each Acquire's return
 	errs    map[string]int
 	relErrs map[string]int
+	errLog  []errAt // each distinct Acquire error (the first 16)
 	wg      sync.WaitGroup
+}
+
+// errAt is a distinct Acquire error: when it came first and last
+// (UnixNano), and how often.
+type errAt struct {
+	first, last int64
+	n           int
+	err         string
 }
 
 func newLoad() *load {
@@ -49,6 +60,13 @@ func (l *load) run(ctx context.Context, sem *redissem.Semaphore, name string, n 
 					}
 					l.mu.Lock()
 					l.errs[name]++
+					now, msg := time.Now().UnixNano(), err.Error()
+					if i := slices.IndexFunc(l.errLog, func(e errAt) bool { return e.err == msg }); i >= 0 {
+						l.errLog[i].last = now
+						l.errLog[i].n++
+					} else if len(l.errLog) < 16 {
+						l.errLog = append(l.errLog, errAt{now, now, 1, msg})
+					}
 					l.mu.Unlock()
 					time.Sleep(10 * time.Millisecond)
 					continue
@@ -177,6 +195,19 @@ func (l *load) errors(name string) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.errs[name]
+}
+
+// errorsAround returns each distinct Acquire error: how often, and from when
+// to when relative to at, for a log line.
+func (l *load) errorsAround(at time.Time) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, e := range l.errLog {
+		out = append(out, fmt.Sprintf("%d× %+dms..%+dms %s", e.n,
+			time.Duration(e.first-at.UnixNano()).Milliseconds(), time.Duration(e.last-at.UnixNano()).Milliseconds(), e.err))
+	}
+	return out
 }
 
 // releaseErrors returns how many Release calls on name failed.

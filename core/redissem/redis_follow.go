@@ -60,7 +60,11 @@ func (b *redisBackend) resubscribe(old *sub) {
 		if b.holding() {
 			// The primary may have changed: new grants wait for this
 			// process's holders to be re-asserted (redis_reassert.go).
-			defer b.regate.shut()()
+			open := b.regate.shut()
+			if h := b.hooks; h != nil && h.regate != nil {
+				open = h.regate(open)
+			}
+			defer open()
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), b.cfg.fault.opTimeout)
 		defer cancel()
@@ -99,6 +103,10 @@ func (b *redisBackend) resubscribe(old *sub) {
 type testHooks struct {
 	shardSnapshot func() // tryShardSub, once it read the channels in use
 	resubscribed  func() // resubscribe's attempt, once it ended
+	// regate is given, once a switch shut the gate, the function that
+	// opens it, and returns the one that resubscribe calls instead when
+	// the re-assertion ended (a test may open it sooner or later).
+	regate func(open func()) func()
 }
 
 // current reports whether ps is the subscription in use.

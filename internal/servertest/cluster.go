@@ -120,7 +120,7 @@ func startSharedSentinel() (func(), error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := awaitSentinels(ctx, replica, sentinels); err != nil {
+	if err := awaitSentinels(ctx, []*redisProc{replica}, sentinels); err != nil {
 		return fail(fmt.Errorf("starting Redis Sentinel: %w", err))
 	}
 	addrs := make([]string, len(sentinels))
@@ -132,21 +132,24 @@ func startSharedSentinel() (func(), error) {
 	return stop, nil
 }
 
-func awaitSentinels(ctx context.Context, replica *redisProc, sentinels []*redisProc) error {
-	rc := redis.NewClient(&redis.Options{Addr: replica.addr(), MaxRetries: -1})
-	defer rc.Close()
-	if err := awaitFiles(ctx, dirs(replica), func() bool {
-		info, err := rc.Info(ctx, "replication").Result()
-		return err == nil && strings.Contains(info, "master_link_status:up")
-	}); err != nil {
-		return fmt.Errorf("replica not in sync: %w", err)
+func awaitSentinels(ctx context.Context, replicas []*redisProc, sentinels []*redisProc) error {
+	for _, replica := range replicas {
+		rc := redis.NewClient(&redis.Options{Addr: replica.addr(), MaxRetries: -1})
+		err := awaitFiles(ctx, dirs(replica), func() bool {
+			info, err := rc.Info(ctx, "replication").Result()
+			return err == nil && strings.Contains(info, "master_link_status:up")
+		})
+		rc.Close()
+		if err != nil {
+			return fmt.Errorf("replica %s not in sync: %w", replica.addr(), err)
+		}
 	}
 	for _, s := range sentinels {
 		sc := redis.NewSentinelClient(&redis.Options{Addr: s.addr(), MaxRetries: -1})
 		err := awaitFiles(ctx, dirs(s), func() bool {
 			m, err := sc.Master(ctx, sentinelMaster).Result()
 			return err == nil && m["num-other-sentinels"] == strconv.Itoa(len(sentinels)-1) &&
-				m["num-slaves"] == "1" && m["flags"] == "master"
+				m["num-slaves"] == strconv.Itoa(len(replicas)) && m["flags"] == "master"
 		})
 		sc.Close()
 		if err != nil {

@@ -3,6 +3,8 @@ package servertest
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -12,13 +14,25 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// SentinelSet is a master, its replica and three sentinels (quorum 2,
-// down-after 1 s) started for one test that fails the master over on
-// purpose. Addrs are the sentinels' addresses, Master the monitored name.
+// SentinelSet is a master, its replica (or replicas) and three sentinels
+// (quorum 2, down-after 1 s, ping period 250 ms) started for one test that
+// fails the master over on purpose. Addrs are the sentinels' addresses,
+// Master the monitored name.
+//
+// The ping period is also how often a sentinel may reconnect to an
+// instance, and a sentinel that follows a switch keeps the time of its last
+// attempt on the dead master: with Sentinel's 1 s, its first PING to the new
+// master could leave up to 1 s after the switch, so with down-after 1 s it
+// sometimes judged the new master down at once and failed it over again,
+// to a second replica if it had one (two masters, neither with a replica).
+// Sentinel's own ratio of the two (1 s against 30 s) rules that out; 250 ms
+// against 1 s restores it.
 type SentinelSet struct {
 	Addrs  []string
 	Master string
 	procs  []*redisProc
+	data   []*redisProc // the master and its replicas, as started
+	sents  []*redisProc
 }
 
 // SentinelOption changes the set that StartSentinel starts.
@@ -27,6 +41,15 @@ type SentinelOption func(*sentinelConfig)
 type sentinelConfig struct {
 	link            func(master string) string
 	failoverTimeout time.Duration
+	replicas        int
+}
+
+// WithReplicas gives the master n replicas instead of one, so that one is
+// left to replicate from the promoted replica after a crash (as
+// redissem.WithReplicaAck(1, …) needs to grant). Sentinel re-points the
+// others at the new master as part of the failover.
+func WithReplicas(n int) SentinelOption {
+	return func(c *sentinelConfig) { c.replicas = n }
 }
 
 // WithReplicaLink makes the replica replicate from link(master), the
@@ -44,7 +67,7 @@ func WithReplicaLink(link func(master string) string) SentinelOption {
 // when redis-server or redis-sentinel is not installed.
 func StartSentinel(tb testing.TB, opts ...SentinelOption) *SentinelSet {
 	tb.Helper()
-	cfg := sentinelConfig{failoverTimeout: 5 * time.Second}
+	cfg := sentinelConfig{failoverTimeout: 5 * time.Second, replicas: 1}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -59,16 +82,22 @@ func StartSentinel(tb testing.TB, opts ...SentinelOption) *SentinelSet {
 		unavailable(tb, "redis-server", err)
 	}
 	s.procs = append(s.procs, master)
+	s.data = append(s.data, master)
 	from := master.addr()
 	if cfg.link != nil {
 		from = cfg.link(from)
 	}
 	host, port, _ := strings.Cut(from, ":")
-	replica, err := startRedisProc(false, "--replicaof", host, port)
-	if err != nil {
-		tb.Fatal(err)
+	var replicas []*redisProc
+	for range max(cfg.replicas, 1) {
+		replica, err := startRedisProc(false, "--replicaof", host, port)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		s.procs = append(s.procs, replica)
+		s.data = append(s.data, replica)
+		replicas = append(replicas, replica)
 	}
-	s.procs = append(s.procs, replica)
 	conf := fmt.Sprintf("sentinel monitor %[1]s 127.0.0.1 %[2]d 2\n"+
 		"sentinel down-after-milliseconds %[1]s 1000\n"+
 		"sentinel failover-timeout %[1]s %[3]d\n", sentinelMaster, master.port, cfg.failoverTimeout.Milliseconds())
@@ -80,15 +109,28 @@ func StartSentinel(tb testing.TB, opts ...SentinelOption) *SentinelSet {
 		}
 		s.procs = append(s.procs, p)
 		sentinels = append(sentinels, p)
+		s.sents = append(s.sents, p)
 		s.Addrs = append(s.Addrs, p.addr())
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := awaitSentinels(ctx, replica, sentinels); err != nil {
+	for _, p := range sentinels {
+		sc := redis.NewClient(&redis.Options{Addr: p.addr(), MaxRetries: -1})
+		err := sc.Do(ctx, "SENTINEL", "DEBUG", "ping-period", sentinelPingPeriod.Milliseconds()).Err()
+		sc.Close()
+		if err != nil {
+			tb.Fatalf("servertest: setting the ping period of sentinel %s: %v", p.addr(), err)
+		}
+	}
+	if err := awaitSentinels(ctx, replicas, sentinels); err != nil {
 		tb.Fatalf("servertest: starting Redis Sentinel: %v", err)
 	}
 	return s
 }
+
+// sentinelPingPeriod is how often the sentinels of a SentinelSet ping each
+// instance, and may reconnect to one (SENTINEL DEBUG ping-period).
+const sentinelPingPeriod = 250 * time.Millisecond
 
 // MasterAddr returns the master's address as the first sentinel that
 // answers reports it.
@@ -104,6 +146,42 @@ func (s *SentinelSet) MasterAddr(ctx context.Context) (string, error) {
 		}
 	}
 	return "", err
+}
+
+// RedisAddrs returns the addresses of the master and its replicas as
+// started (the first is the first master), whatever their roles now.
+func (s *SentinelSet) RedisAddrs() []string {
+	out := make([]string, len(s.data))
+	for i, p := range s.data {
+		out[i] = p.addr()
+	}
+	return out
+}
+
+// SentinelLog returns the lines that the sentinels logged from since on
+// (by their own clock, to the millisecond), each prefixed with the port of
+// the sentinel that logged it, in that sentinel's order; a line that cannot
+// be read as one is kept.
+func (s *SentinelSet) SentinelLog(since time.Time) []string {
+	var out []string
+	for _, p := range s.sents {
+		b, err := os.ReadFile(filepath.Join(p.dir, "redis.log"))
+		if err != nil {
+			out = append(out, fmt.Sprintf("%d: %v", p.port, err))
+			continue
+		}
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			// 1234:X 28 Nov 2026 07:37:01.234 # +sdown master …
+			if f := strings.Fields(l); len(f) >= 5 {
+				at, err := time.ParseInLocation("2 Jan 2006 15:04:05.000", strings.Join(f[1:5], " "), time.Local)
+				if err == nil && at.Before(since.Truncate(time.Millisecond)) {
+					continue
+				}
+			}
+			out = append(out, fmt.Sprintf("%d: %s", p.port, l))
+		}
+	}
+	return out
 }
 
 // Kill kills the server at addr (the master or the replica) with SIGKILL.
