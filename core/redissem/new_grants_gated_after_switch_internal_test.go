@@ -326,14 +326,6 @@ func holdPeak(holds [][2]int64, limit int, since int64) (peak int, over time.Dur
 	return peak, over
 }
 
-func roundAll(ds []time.Duration) []time.Duration {
-	out := make([]time.Duration, len(ds))
-	for i, d := range ds {
-		out[i] = d.Round(time.Millisecond)
-	}
-	return out
-}
-
 // summarizeGateRuns sums up the runs of one way: runs with more than the
 // limit held, the peak, the gap after the switch (median, range), the
 // permits lost, and how long grants were held back (median, max).
