@@ -11,15 +11,20 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The leased mode's one script: every decision about shares, after the
-// constants that every script shares (lua/const.lua) and the fleet's queue
-// (lua/share_queue.lua).
+// The leased mode's scripts, after the constants that every script shares
+// (lua/const.lua) and the fleet's queue (lua/share_queue.lua): share.lua
+// takes every decision about shares; share_give.lua takes one, a contended
+// give-back, reading only the entries it changes, and leaves the others
+// to share.lua.
 var (
 	//go:embed lua/share.lua
 	luaShare string
+	//go:embed lua/share_give.lua
+	luaShareGive string
 	//go:embed lua/share_queue.lua
-	luaShareQueue string
-	scriptShare   = redis.NewScript(luaConst + luaShareQueue + luaShare)
+	luaShareQueue   string
+	scriptShare     = redis.NewScript(luaConst + luaShareQueue + luaShare)
+	scriptShareGive = redis.NewScript(luaConst + luaShareQueue + luaShareGive)
 )
 
 // shareNew is share.lua's code for a process that had no entry (new,
@@ -62,6 +67,34 @@ func (l *leased) runWithin(ctx context.Context, d time.Duration, op string, a sh
 	if err != nil {
 		return shareReply{}, b.dials.explain(ctx, sent, err)
 	}
+	return l.parseShareReply(v)
+}
+
+// runGive runs share_give.lua once, bounded by ctx, d and the operation
+// timeout, for a give-back of the share above a.keep by the entry of epoch;
+// a reply of code 0 means that it changed nothing and share.lua must
+// decide.
+func (l *leased) runGive(ctx context.Context, d time.Duration, a shareArgs, epoch int64) (shareReply, error) {
+	b := l.s.b
+	bound := min(d, b.cfg.fault.opTimeout)
+	sent := time.Now()
+	octx, cancel := context.WithTimeout(ctx, bound)
+	v, err := b.callScript(ctx, octx, scriptShareGive, scriptCmd(scriptShareGive, l.keys, l.pid, a.demand, a.keep,
+		a.inUse, a.waiting, a.need, b.cfg.leaseTTL.Milliseconds(), a.known, epoch))
+	cancel()
+	recv := time.Now()
+	b.brk.record(classify(ctx, err, recv.Sub(sent), b.cfg.fault.opTimeout), recv)
+	if err != nil {
+		return shareReply{}, b.dials.explain(ctx, sent, err)
+	}
+	if len(v) == 1 {
+		return shareReply{}, nil // code 0: share.lua decides
+	}
+	return l.parseShareReply(v)
+}
+
+// parseShareReply reads the reply of share.lua (or share_give.lua).
+func (l *leased) parseShareReply(v []any) (shareReply, error) {
 	if len(v) != 13 {
 		return shareReply{}, fmt.Errorf("redissem: unexpected share reply of %d elements", len(v))
 	}

@@ -10,7 +10,9 @@
 --            ver: the version of its share; told: 1 if it was last told
 --            that others are starved), 'c:' .. pid -> the channel that
 --            reaches it, and 'o:' .. pid -> its owner (WithOwner), if any;
---            the last two written with the entry and deleted with it.
+--            the last two written with the entry and deleted with it;
+--            q, the pids of the starved entries in queue order (qat,
+--            then pid), separated by spaces, for share_give.lua.
 -- ARGV: 1 configured limit, 2 pid, 3 op (beat | leave | stats | setlimit),
 --       4 demand (holders + waiters, in permits), 5 keep (the permits the
 --       process may still have in use until it reads the reply), 6 in use,
@@ -53,7 +55,7 @@ local mychan, known = ARGV[13] or '', tonumber(ARGV[14] or '')
 local function int(x) return string.format('%d', x) end
 
 local all = redis.call('HGETALL', S)
-local limit, epoch, pinned, V = nil, 0, false, 0
+local limit, epoch, pinned, V, qstr = nil, 0, false, 0, ''
 local procs, by, chans = {}, {}, {}
 local dead = {}
 for i = 1, #all, 2 do
@@ -62,6 +64,7 @@ for i = 1, #all, 2 do
   elseif f == 'epoch' then epoch = tonumber(v)
   elseif f == 'v' then V = tonumber(v)
   elseif f == 'pinned' then pinned = true
+  elseif f == 'q' then qstr = v
   elseif string.sub(f, 1, 2) == 'c:' then chans[string.sub(f, 3)] = v
   elseif string.sub(f, 1, 2) == 'p:' then
     local n = {}
@@ -268,6 +271,13 @@ end
 if V ~= V0 then
   writes[#writes + 1] = 'v'
   writes[#writes + 1] = int(V)
+end
+local qpids = {}
+for i, e in ipairs(STARVED(procs)) do qpids[i] = e.pid end
+local qnew = table.concat(qpids, ' ')
+if qnew ~= qstr then
+  writes[#writes + 1] = 'q'
+  writes[#writes + 1] = qnew
 end
 if #writes > 0 then redis.call('HSET', S, unpack(writes)) end
 for _, e in ipairs(notes) do
