@@ -55,6 +55,7 @@ type leased struct {
 	contended  bool      // another process is starved (leased_push.go)
 	giveReq    bool      // the loop is to give back the share not in use
 	giving     bool      // a give-back is in flight (either: grant nothing here)
+	giveFull   bool      // share_give.lua left the give-back to share.lua
 	pushes     int64     // notes applied (for tests)
 	deferred   bool      // the loop waits out shareMinGap before a beat
 	lastBeat   time.Time // when the last beat was sent

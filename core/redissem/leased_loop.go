@@ -82,7 +82,7 @@ func (l *leased) loop() {
 			rearm(timer, shareRebalance)
 			continue
 		}
-		next := l.beat(context.Background())
+		next := l.beat(context.Background(), false)
 		l.mu.Lock()
 		idle := l.demand == 0 && len(l.held) == 0 && l.share == 0 && !l.down
 		l.mu.Unlock()
@@ -103,64 +103,6 @@ func (l *leased) loop() {
 		l.unclaim()
 		rearm(timer, next)
 	}
-}
-
-func rearm(t *time.Timer, d time.Duration) {
-	if !t.Stop() {
-		select {
-		case <-t.C:
-		default:
-		}
-	}
-	t.Reset(d)
-}
-
-// unclaim frees the slot and pokes the loop if a beat is due: the loop
-// found the slot held, or a release asked for a give-back meanwhile.
-func (l *leased) unclaim() {
-	l.mu.Lock()
-	want := l.beatWanted || l.giveReq
-	l.beatWanted = false
-	l.mu.Unlock()
-	<-l.slot
-	if want {
-		l.poke()
-	}
-}
-
-// giveNow runs, in the goroutine of the release that asked for it, the
-// give-back of the share not in use (a beat with giveReq set): the units
-// go to the starved process without a hop to the loop. If a beat is in
-// flight, its goroutine sees giveReq when it ends and pokes the loop; in
-// an outage the loop alone gives back. The round trip is bounded by ctx
-// (as the default mode's release, by ctx without its cancellation if it
-// is done already) and the operation timeout.
-func (l *leased) giveNow(ctx context.Context) {
-	if !l.s.b.brk.down().IsZero() {
-		l.poke()
-		return
-	}
-	select {
-	case l.slot <- struct{}{}:
-	default:
-		return
-	}
-	l.mu.Lock()
-	run := l.giveReq && l.running && !l.closed
-	l.mu.Unlock()
-	if run {
-		if ctx.Err() != nil {
-			ctx = context.WithoutCancel(ctx)
-		}
-		if l.beat(ctx) < l.s.b.cfg.leaseTTL/3 {
-			// The shares are to move faster than the loop beats (hot):
-			// the loop's next beat sets its pace.
-			l.mu.Lock()
-			l.beatWanted = true
-			l.mu.Unlock()
-		}
-	}
-	l.unclaim()
 }
 
 // unusedFor reports, when the share has been unused since a release, how
@@ -198,8 +140,10 @@ type beatState struct {
 // others go back to Redis, which hands them to the starved processes
 // (share_give.lua when another process is starved, else share.lua). The
 // caller holds the slot; ctx bounds the round trip (ended: not a backend
-// failure).
-func (l *leased) beat(ctx context.Context) time.Duration {
+// failure). With leanOnly (a give-back run by a release) it runs
+// share_give.lua alone, and leaves what that script cannot decide to the
+// loop (giveReq), returning 0.
+func (l *leased) beat(ctx context.Context, leanOnly bool) time.Duration {
 	b := l.s.b
 	ttl := b.cfg.leaseTTL
 	st := &l.st
@@ -209,8 +153,8 @@ func (l *leased) beat(ctx context.Context) time.Duration {
 	l.beatGen++
 	l.deferred = false
 	gen := l.beatGen
-	give := l.giveReq
-	l.giveReq, l.giving = false, give
+	give, skipLean := l.giveReq, l.giveFull
+	l.giveReq, l.giving, l.giveFull = false, give, false
 	if give {
 		l.applyLocked() // grant nothing here until the reply
 	}
@@ -231,8 +175,17 @@ func (l *leased) beat(ctx context.Context) time.Duration {
 	a := shareArgs{demand: demand, keep: keep, inUse: inUse, waiting: waiting, need: need, known: known}
 	var r shareReply
 	var err error
-	if give && contended && st.registered {
+	lean := give && contended && st.registered && !skipLean
+	if lean {
 		r, err = l.runGive(ctx, ttl/3, a, st.epoch)
+	}
+	if leanOnly && (!lean || err == nil && r.code == 0) {
+		// share.lua is to decide: the loop runs it (see giveNow).
+		l.mu.Lock()
+		l.giving, l.giveReq, l.giveFull = false, true, lean
+		l.applyLocked()
+		l.mu.Unlock()
+		return 0
 	}
 	if err == nil && r.code == 0 {
 		r, err = l.runWithin(ctx, ttl/3, "beat", a)

@@ -55,7 +55,7 @@ local mychan, known = ARGV[13] or '', tonumber(ARGV[14] or '')
 local function int(x) return string.format('%d', x) end
 
 local all = redis.call('HGETALL', S)
-local limit, epoch, pinned, V, qstr = nil, 0, false, 0, ''
+local limit, epoch, pinned, V, qstr = nil, 0, false, 0, nil
 local procs, by, chans = {}, {}, {}
 local dead = {}
 for i = 1, #all, 2 do

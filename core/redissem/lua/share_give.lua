@@ -3,11 +3,13 @@
 -- the units it does not keep in use; this script hands them to the head
 -- of the fleet's queue, as share.lua's HANDOFF would, reading only the
 -- giver's entry, the queue field and the entries of the processes it
--- serves. Whenever that does not suffice to decide as share.lua would (an
--- entry missing or expired, units handed to the giver since the version it
--- applied, a unit left over once the queue is served, a giver that is
--- first in the queue, a queue that disagrees with an entry), it changes
--- nothing and replies {0}: the caller then runs share.lua.
+-- serves; with the queue empty, a giver with no caller queued just keeps
+-- what it uses. Whenever that does not suffice to decide as share.lua
+-- would (an entry missing or expired, units handed to the giver since the
+-- version it applied, a unit left over once the queue is served, a giver
+-- queued already or with callers while nobody is starved, a queue that
+-- disagrees with an entry), it changes nothing and replies {0}: the
+-- caller then runs share.lua.
 -- leased_script.go puts const.lua and share_queue.lua first.
 -- KEYS: 1 S, share.lua's hash; its field 'q' lists the starved pids in
 -- queue order (qat, then pid), separated by spaces; share.lua rewrites it
@@ -19,7 +21,8 @@
 -- absolute value; a retried copy finds the units given already (and its
 -- version newer than the one applied) and replies {0}.
 -- Reply: share.lua's, with the fleet totals 0, and hot 1 if the queue is
--- empty after it (the targets, which it does not compute, apply again).
+-- empty after it and the giver still has a share or callers (the targets,
+-- which it does not compute, apply again).
 local S = KEYS[1]
 local pid = ARGV[1]
 local demand, keep, inuse = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -40,14 +43,19 @@ end
 
 local got = redis.call('HMGET', S, 'p:' .. pid, 'v', 'q', 'limit')
 local me = entry(pid, got[1])
-if not me or me.epoch ~= epoch or me.ver > known or not got[2] or not got[4] then return {0} end
+if not me or me.epoch ~= epoch or me.ver > known or not got[2] or not got[3] or not got[4] then return {0} end
 local V, limit = tonumber(got[2]), tonumber(got[4])
 local q = {}
-for p in string.gmatch(got[3] or '', '%S+') do q[#q + 1] = p end
+for p in string.gmatch(got[3], '%S+') do q[#q + 1] = p end
 if me.qat > 0 then return {0} end -- queued already: share.lua serves it in its turn
 
 local given = me.share - math.min(keep, me.share)
-if given <= 0 or #q == 0 then return {0} end
+if given <= 0 then return {0} end
+-- Nobody is starved any more (the giver was told otherwise earlier): with
+-- no caller queued the giver keeps what it uses and the rest is free, as
+-- in share.lua; with callers it may grow back towards its target, which
+-- share.lua computes.
+if #q == 0 and need > 0 then return {0} end
 me.share = me.share - given
 me.demand, me.inuse, me.waiting, me.need, me.exp = demand, inuse, waiting, need, now + ttl
 
@@ -71,7 +79,7 @@ while left > 0 and k <= #q do
   e.qat = 0
   k = k + 1
 end
-if left > 0 then return {0} end -- the queue is served: share.lua decides the rest
+if left > 0 and #q > 0 then return {0} end -- the queue is served: share.lua decides the rest
 
 -- The queue after: the heads served in full leave it; the giver joins its
 -- tail if its share no longer serves its head waiter (its arrival is now).
@@ -114,7 +122,8 @@ end
 local pttl = redis.call('PTTL', S)
 if pttl >= 0 and now + pttl < me.exp + GRACE then redis.call('PEXPIREAT', S, me.exp + GRACE) end
 -- With the queue empty the shares follow the targets again, which this
--- script does not compute: hot asks the caller to beat (share.lua) soon.
+-- script does not compute: hot asks a giver that still has a share or
+-- callers to beat (share.lua) soon.
 local hot = 0
-if #rest == 0 then hot = 1 end
+if #rest == 0 and (me.share > 0 or me.waiting > 0) then hot = 1 end
 return {1, me.share, limit, me.share, me.epoch, hot, now_us, 0, 0, me.inuse, me.waiting, me.ver, me.told}
