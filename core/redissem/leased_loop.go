@@ -138,7 +138,7 @@ type beatState struct {
 // how long to sleep. A beat asked for by a give-back (giveReq) grants
 // nothing locally until the reply, and keeps only the units in use: the
 // others go back to Redis, which hands them to the starved processes
-// (share_give.lua when another process is starved, else share.lua). The
+// (share_give.lua, or share.lua where that script cannot decide). The
 // caller holds the slot; ctx bounds the round trip (ended: not a backend
 // failure). With leanOnly (a give-back run by a release) it runs
 // share_give.lua alone, and leaves what that script cannot decide to the
@@ -158,7 +158,7 @@ func (l *leased) beat(ctx context.Context, leanOnly bool) time.Duration {
 	if give {
 		l.applyLocked() // grant nothing here until the reply
 	}
-	known, contended := l.ver, l.contended
+	known := l.ver
 	ls := l.loc.State()
 	inUse, waiting := ls.InUse, ls.WaitN
 	demand = max(demand, inUse+ls.WaitW)
@@ -175,7 +175,7 @@ func (l *leased) beat(ctx context.Context, leanOnly bool) time.Duration {
 	a := shareArgs{demand: demand, keep: keep, inUse: inUse, waiting: waiting, need: need, known: known}
 	var r shareReply
 	var err error
-	lean := give && contended && st.registered && !skipLean
+	lean := give && st.registered && !skipLean
 	if lean {
 		r, err = l.runGive(ctx, ttl/3, a, st.epoch)
 	}

@@ -1,10 +1,10 @@
--- Leased shares: the give-back of a contended process, without reading the
--- whole shares hash. A process that knows another is starved gives back
--- the units it does not keep in use; this script hands them to the head
--- of the fleet's queue, as share.lua's HANDOFF would, reading only the
--- giver's entry, the queue field and the entries of the processes it
--- serves; with the queue empty, a giver with no caller queued just keeps
--- what it uses. Whenever that does not suffice to decide as share.lua
+-- Leased shares: a give-back, without reading the whole shares hash. A
+-- process gives back the units it does not keep in use (in the release
+-- itself when it knows another process is starved, or once its share went
+-- unused); this script hands them to the head of the fleet's queue, as
+-- share.lua's HANDOFF would, reading only the giver's entry, the queue
+-- field and the entries of the processes it serves; with the queue empty,
+-- a giver with no caller queued just keeps what it uses. Whenever that does not suffice to decide as share.lua
 -- would (an entry missing or expired, units handed to the giver since the
 -- version it applied, a unit left over once the queue is served, a giver
 -- queued already or with callers while nobody is starved, a queue that
