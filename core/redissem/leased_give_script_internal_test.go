@@ -81,7 +81,8 @@ func (f giveFleet) all() map[string]string {
 // a run of share.lua afterwards finds the same queue. A retried copy
 // changes nothing, and what share_give.lua cannot decide (nothing to give,
 // a stale epoch, units handed since the version applied) it leaves to
-// share.lua ({0}, nothing written). The shares never sum above 1.
+// share.lua ({0}, nothing written). The shares never sum above 1, and the
+// give-back keeps the key alive past the giver's lease.
 func TestLeasedGiveScriptHandsOffAsShareDoes(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: servertest.RedisAddr(t)})
 	t.Cleanup(func() { _ = c.Close() })
@@ -118,7 +119,22 @@ func TestLeasedGiveScriptHandsOffAsShareDoes(t *testing.T) {
 		t.Fatalf("a, its share handed to since the version it applied: reply %v, want {0}", r)
 	}
 
+	// The key's expiry, as if set long ago: the give-back extends it.
+	now, err := c.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	soon := now.Add(time.Second).UnixMilli()
+	if err := c.HSet(ctx, f.key, "x", soon).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.PExpireAt(ctx, f.key, time.UnixMilli(soon)).Err(); err != nil {
+		t.Fatal(err)
+	}
 	r := f.give("a", aver, a[4])
+	if ttl := c.PTTL(ctx, f.key).Val(); ttl < 60*time.Second {
+		t.Fatalf("key expires in %v after a's give-back, want its lease (10s) and a minute", ttl)
+	}
 	if r[0] != 1 || r[1] != 0 || r[12] != 1 {
 		t.Fatalf("a's give-back: reply %v, want code 1, share 0, contended 1", r)
 	}

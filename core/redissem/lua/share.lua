@@ -12,7 +12,8 @@
 --            reaches it, and 'o:' .. pid -> its owner (WithOwner), if any;
 --            the last two written with the entry and deleted with it;
 --            q, the pids of the starved entries in queue order (qat,
---            then pid), separated by spaces, for share_give.lua.
+--            then pid), separated by spaces, and x, the key's expiry (ms;
+--            absent while pinned), both for share_give.lua.
 -- ARGV: 1 configured limit, 2 pid, 3 op (beat | leave | stats | setlimit),
 --       4 demand (holders + waiters, in permits), 5 keep (the permits the
 --       process may still have in use until it reads the reply), 6 in use,
@@ -257,6 +258,13 @@ if me then
   me.told = others(me)
 end
 
+-- Bounded memory: the key outlives the last lease by GRACE, unless pinned
+-- (x, the expiry set, tells share_give.lua when to extend it).
+local last = now
+for _, e in ipairs(procs) do
+  if e.exp > last then last = e.exp end
+end
+
 local inuse_all, waiting_all = 0, 0
 local writes = {}
 for _, e in ipairs(procs) do
@@ -279,6 +287,10 @@ if qnew ~= qstr then
   writes[#writes + 1] = 'q'
   writes[#writes + 1] = qnew
 end
+if not pinned then
+  writes[#writes + 1] = 'x'
+  writes[#writes + 1] = int(last + GRACE)
+end
 if #writes > 0 then redis.call('HSET', S, unpack(writes)) end
 for _, e in ipairs(notes) do
   local ch = chans[e.pid]
@@ -290,11 +302,6 @@ if me then
   myshare, myepoch, myinuse, mywaiting, myver, mytold = me.share, me.epoch, me.inuse, me.waiting, me.ver, me.told
 end
 
--- Bounded memory: the key outlives the last lease by GRACE, unless pinned.
-local last = now
-for _, e in ipairs(procs) do
-  if e.exp > last then last = e.exp end
-end
 if pinned then
   redis.call('PERSIST', S)
 else

@@ -12,8 +12,8 @@
 -- caller then runs share.lua.
 -- leased_script.go puts const.lua and share_queue.lua first.
 -- KEYS: 1 S, share.lua's hash; its field 'q' lists the starved pids in
--- queue order (qat, then pid), separated by spaces; share.lua rewrites it
--- whenever the queue changes.
+-- queue order (qat, then pid), separated by spaces (share.lua rewrites it
+-- whenever the queue changes), and 'x' is the key's expiry.
 -- ARGV: 1 pid, 2 demand, 3 keep, 4 in use, 5 the callers queued locally,
 --       6 need, 7 lease ms, 8 the version of its share that it has
 --       applied, 9 the epoch of its entry.
@@ -41,9 +41,10 @@ local function entry(p, v)
     need = tonumber(e), exp = tonumber(f), epoch = tonumber(g), qat = tonumber(h), ver = tonumber(i), told = tonumber(j)}
 end
 
-local got = redis.call('HMGET', S, 'p:' .. pid, 'v', 'q', 'limit')
+local got = redis.call('HMGET', S, 'p:' .. pid, 'v', 'q', 'limit', 'pinned', 'x')
 local me = entry(pid, got[1])
 if not me or me.epoch ~= epoch or me.ver > known or not got[2] or not got[3] or not got[4] then return {0} end
+if not got[5] and not got[6] then return {0} end -- the expiry set is not known
 local V, limit = tonumber(got[2]), tonumber(got[4])
 local q = {}
 for p in string.gmatch(got[3], '%S+') do q[#q + 1] = p end
@@ -113,14 +114,18 @@ writes[#writes + 1] = 'v'
 writes[#writes + 1] = string.format('%d', V)
 writes[#writes + 1] = 'q'
 writes[#writes + 1] = table.concat(rest, ' ')
+-- Bounded memory, as share.lua: the key outlives the giver's lease by
+-- GRACE (and every other lease: x only grows here).
+local expire = not got[5] and me.exp + GRACE > tonumber(got[6])
+if expire then
+  writes[#writes + 1] = 'x'
+  writes[#writes + 1] = string.format('%d', me.exp + GRACE)
+end
 redis.call('HSET', S, unpack(writes))
 for _, e in ipairs(served) do
   if e.ch then SHARE_PUBLISH(e.ch, string.format('%s:%d:%d', e.pid, e.share * 2 + e.told, e.ver)) end
 end
--- Bounded memory, as share.lua: the key outlives the giver's lease by
--- GRACE at least (a pinned key, -1, stays without expiry).
-local pttl = redis.call('PTTL', S)
-if pttl >= 0 and now + pttl < me.exp + GRACE then redis.call('PEXPIREAT', S, me.exp + GRACE) end
+if expire then redis.call('PEXPIREAT', S, me.exp + GRACE) end
 -- With the queue empty the shares follow the targets again, which this
 -- script does not compute: hot asks a giver that still has a share or
 -- callers to beat (share.lua) soon.
