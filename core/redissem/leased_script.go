@@ -13,9 +13,9 @@ import (
 
 // The leased mode's scripts, after the constants that every script shares
 // (lua/const.lua) and the fleet's queue (lua/share_queue.lua): share.lua
-// takes every decision about shares; share_give.lua takes one, a contended
-// give-back, reading only the entries it changes, and leaves the others
-// to share.lua.
+// takes every decision about shares; share_give.lua takes one, a
+// give-back, reading only the entries it changes, and leaves to share.lua
+// what it cannot decide so.
 var (
 	//go:embed lua/share.lua
 	luaShare string
@@ -55,17 +55,11 @@ type shareArgs struct {
 // ctx alone: a beat that takes longer than d is a backend failure.
 func (l *leased) runWithin(ctx context.Context, d time.Duration, op string, a shareArgs) (shareReply, error) {
 	b := l.s.b
-	bound := min(d, b.cfg.fault.opTimeout)
-	sent := time.Now()
-	octx, cancel := context.WithTimeout(ctx, bound)
-	v, err := b.callScript(ctx, octx, scriptShare, scriptCmd(scriptShare, l.keys, l.s.limit, l.pid, op, a.demand, a.keep, a.inUse,
+	v, err := l.call(ctx, d, scriptShare, l.s.limit, l.pid, op, a.demand, a.keep, a.inUse,
 		b.cfg.leaseTTL.Milliseconds(), a.newLimit, shareRotation.Milliseconds(), a.waiting, a.need, b.cfg.owner,
-		l.s.notify, a.known))
-	cancel()
-	recv := time.Now()
-	b.brk.record(classify(ctx, err, recv.Sub(sent), b.cfg.fault.opTimeout), recv)
+		l.s.notify, a.known)
 	if err != nil {
-		return shareReply{}, b.dials.explain(ctx, sent, err)
+		return shareReply{}, err
 	}
 	return l.parseShareReply(v)
 }
@@ -75,22 +69,32 @@ func (l *leased) runWithin(ctx context.Context, d time.Duration, op string, a sh
 // a reply of code 0 means that it changed nothing and share.lua must
 // decide.
 func (l *leased) runGive(ctx context.Context, d time.Duration, a shareArgs, epoch int64) (shareReply, error) {
-	b := l.s.b
-	bound := min(d, b.cfg.fault.opTimeout)
-	sent := time.Now()
-	octx, cancel := context.WithTimeout(ctx, bound)
-	v, err := b.callScript(ctx, octx, scriptShareGive, scriptCmd(scriptShareGive, l.keys, l.pid, a.demand, a.keep,
-		a.inUse, a.waiting, a.need, b.cfg.leaseTTL.Milliseconds(), a.known, epoch))
-	cancel()
-	recv := time.Now()
-	b.brk.record(classify(ctx, err, recv.Sub(sent), b.cfg.fault.opTimeout), recv)
+	v, err := l.call(ctx, d, scriptShareGive, l.pid, a.demand, a.keep, a.inUse, a.waiting, a.need,
+		l.s.b.cfg.leaseTTL.Milliseconds(), a.known, epoch)
 	if err != nil {
-		return shareReply{}, b.dials.explain(ctx, sent, err)
+		return shareReply{}, err
 	}
 	if len(v) == 1 {
 		return shareReply{}, nil // code 0: share.lua decides
 	}
 	return l.parseShareReply(v)
+}
+
+// call runs sc on the shares hash with argv, bounded by ctx, d and the
+// operation timeout, and records the outcome in the breaker (it is never
+// refused by it: a beat is a probe, like a renewal).
+func (l *leased) call(ctx context.Context, d time.Duration, sc *redis.Script, argv ...any) ([]any, error) {
+	b := l.s.b
+	sent := time.Now()
+	octx, cancel := context.WithTimeout(ctx, min(d, b.cfg.fault.opTimeout))
+	v, err := b.callScript(ctx, octx, sc, scriptCmd(sc, l.keys, argv...))
+	cancel()
+	recv := time.Now()
+	b.brk.record(classify(ctx, err, recv.Sub(sent), b.cfg.fault.opTimeout), recv)
+	if err != nil {
+		return nil, b.dials.explain(ctx, sent, err)
+	}
+	return v, nil
 }
 
 // parseShareReply reads the reply of share.lua (or share_give.lua).
