@@ -253,10 +253,16 @@ func (l *leased) beat(ctx context.Context, leanOnly bool) time.Duration {
 	}
 	shrink := l.shrink
 	l.mu.Unlock()
+	next := ttl / 3
 	if r.hot || shrink {
-		return min(ttl/3, l.rebalance)
+		next = min(next, l.rebalance)
 	}
-	return ttl / 3
+	if r.soon > 0 {
+		// Starved: beat just after the earliest lease that may free
+		// capacity ends, in case its process died.
+		next = min(next, r.soon+time.Millisecond)
+	}
+	return next
 }
 
 // beaten wakes the callers waiting for a beat (TryAcquire).

@@ -36,6 +36,7 @@ type shareReply struct {
 	code, share, limit, target, epoch, nowUS, inUse, waiting int64
 	myInUse, myWaiting, ver                                  int64
 	hot, contended                                           bool
+	soon                                                     time.Duration // starved: until another holder's lease ends
 }
 
 // run runs share.lua once, bounded by ctx and the operation timeout, and
@@ -99,15 +100,16 @@ func (l *leased) call(ctx context.Context, d time.Duration, sc *redis.Script, ar
 
 // parseShareReply reads the reply of share.lua (or share_give.lua).
 func (l *leased) parseShareReply(v []any) (shareReply, error) {
-	if len(v) != 13 {
+	if len(v) != 14 {
 		return shareReply{}, fmt.Errorf("redissem: unexpected share reply of %d elements", len(v))
 	}
-	var n [13]int64
+	var n [14]int64
 	for i := range v {
 		n[i], _ = v[i].(int64)
 	}
 	r := shareReply{code: n[0], share: n[1], limit: n[2], target: n[3], epoch: n[4], hot: n[5] == 1,
-		nowUS: n[6], inUse: n[7], waiting: n[8], myInUse: n[9], myWaiting: n[10], ver: n[11], contended: n[12] == 1}
+		nowUS: n[6], inUse: n[7], waiting: n[8], myInUse: n[9], myWaiting: n[10], ver: n[11], contended: n[12] == 1,
+		soon: time.Duration(n[13]) * time.Millisecond}
 	if r.limit > 0 {
 		l.s.seen.Store(r.limit)
 	}

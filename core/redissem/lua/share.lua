@@ -35,13 +35,15 @@
 -- give back what they do not use. With nobody starved, the shares follow
 -- max-min fair targets by demand.
 -- Reply: {code, share, limit, target, epoch, hot, now_us, inuse, waiting,
---         my inuse, my waiting, ver, contended}
+--         my inuse, my waiting, ver, contended, soon}
 --   code 1 ok, 2 the process had no entry (new, expired or lost) and was
 --   given a new epoch; hot 1 when nobody is starved and the targets
 --   rotate or a process with callers queued is below its target (everyone
 --   then beats faster); inuse/waiting are fleet totals as
 --   of the processes' last beats, then the caller's own entry's; ver the
---   version of its share; contended 1 if another process is starved.
+--   version of its share; contended 1 if another process is starved;
+--   soon, for a starved caller, the ms until the earliest lease of another
+--   process holding a share ends (0 otherwise).
 local S = KEYS[1]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -307,4 +309,13 @@ if pinned then
 else
   redis.call('PEXPIREAT', S, last + GRACE)
 end
-return {code, myshare, limit, mytarget, myepoch, hot, now_us, inuse_all, waiting_all, myinuse, mywaiting, myver, mytold}
+-- A starved caller beats again when the earliest lease of another process
+-- holding a share ends (soon, ms from now; 0: none), for the share of a
+-- process that died comes back then.
+local soon = 0
+if me and me.need > me.share then
+  for _, e in ipairs(procs) do
+    if e ~= me and e.share > 0 and (soon == 0 or e.exp - now < soon) then soon = math.max(1, e.exp - now) end
+  end
+end
+return {code, myshare, limit, mytarget, myepoch, hot, now_us, inuse_all, waiting_all, myinuse, mywaiting, myver, mytold, soon}

@@ -20,7 +20,7 @@
 -- Idempotent per pid: the giver's share becomes min(keep, share), an
 -- absolute value; a retried copy finds the units given already (and its
 -- version newer than the one applied) and replies {0}.
--- Reply: share.lua's, with the fleet totals 0, and hot 1 if the queue is
+-- Reply: share.lua's, with the fleet totals and soon 0, and hot 1 if the queue is
 -- empty after it and the giver still has a share or callers (the targets,
 -- which it does not compute, apply again).
 local S = KEYS[1]
@@ -131,4 +131,4 @@ if expire then redis.call('PEXPIREAT', S, me.exp + GRACE) end
 -- callers to beat (share.lua) soon.
 local hot = 0
 if #rest == 0 and (me.share > 0 or me.waiting > 0) then hot = 1 end
-return {1, me.share, limit, me.share, me.epoch, hot, now_us, 0, 0, me.inuse, me.waiting, me.ver, me.told}
+return {1, me.share, limit, me.share, me.epoch, hot, now_us, 0, 0, me.inuse, me.waiting, me.ver, me.told, 0}
