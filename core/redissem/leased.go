@@ -23,6 +23,11 @@ type leased struct {
 	loc  *backend.Share
 
 	wake chan struct{} // pokes the loop
+	// slot is held (its one place filled) by the goroutine that runs a
+	// beat: the loop, or a releasing caller giving back (giveNow); st is
+	// that goroutine's.
+	slot chan struct{}
+	st   beatState
 
 	mu           sync.Mutex
 	demand       int64                    // weight of callers in Acquire or holding
@@ -42,16 +47,19 @@ type leased struct {
 
 	// The share as Redis holds it, from the last reply or push (the newest
 	// version wins), and what the local share is made of (applyLocked).
-	registered bool  // the process holds an entry of a valid epoch
-	share      int64 // this process's share in Redis
-	ver        int64 // its version
-	limit      int64 // the fleet-wide limit
-	cap        int64 // the max-min target, which caps the local share
-	contended  bool  // another process is starved (leased_push.go)
-	giveReq    bool  // the loop is to give back the share not in use
-	giving     bool  // a give-back is in flight (either: grant nothing here)
-	pushes     int64 // notes applied (for tests)
-	deferred   bool  // the loop waits out shareMinGap before a beat
+	registered bool      // the process holds an entry of a valid epoch
+	share      int64     // this process's share in Redis
+	ver        int64     // its version
+	limit      int64     // the fleet-wide limit
+	cap        int64     // the max-min target, which caps the local share
+	contended  bool      // another process is starved (leased_push.go)
+	giveReq    bool      // the loop is to give back the share not in use
+	giving     bool      // a give-back is in flight (either: grant nothing here)
+	giveFull   bool      // share_give.lua left the give-back to share.lua
+	pushes     int64     // notes applied (for tests)
+	deferred   bool      // the loop waits out shareMinGap before a beat
+	lastBeat   time.Time // when the last beat was sent
+	beatWanted bool      // the loop found the slot held: poke it after
 
 	unused      chan struct{} // tells the loop that the share went unused
 	unusedArmed bool          // the loop times the unused share
@@ -69,7 +77,7 @@ func newLeased(s *Semaphore) *leased {
 	tag := s.keys[0][:len(s.keys[0])-1] // prefix{name}:
 	l := &leased{s: s, pid: s.b.newID(false), keys: []string{tag + "ls"},
 		loc:  backend.NewShare(s.label, s.limit, core.WithObserver(s.b.cfg.observer), core.WithOwner(s.b.cfg.owner)),
-		wake: make(chan struct{}, 1), unused: make(chan struct{}, 1), held: make(map[*leasedPermit]bool),
+		wake: make(chan struct{}, 1), slot: make(chan struct{}, 1), unused: make(chan struct{}, 1), held: make(map[*leasedPermit]bool),
 		waiting: make(map[*waitCancel]struct{}), beatDone: make(chan struct{}), limit: s.limit,
 		rebalance: shareRebalance}
 	return l
@@ -273,9 +281,9 @@ func (p *leasedPermit) ReleasePermit(ctx context.Context, _ *core.Permit) error 
 // release gives p back to the local share at in-process cost. When Redis
 // holds more share for this process than it now needs, the loop is poked
 // to give the difference back at once. While another process is starved,
-// the freed units are not granted here: the loop gives them back to Redis
-// at once (one script), which hands them to the process that has waited
-// longest, this one included.
+// the freed units are not granted here: the release itself gives them back
+// to Redis (one script, in the caller's goroutine: giveNow), which hands
+// them to the process that has waited longest, this one included.
 func (l *leased) release(ctx context.Context, p *leasedPermit) error {
 	l.mu.Lock()
 	lost, ok := l.held[p]
@@ -300,7 +308,9 @@ func (l *leased) release(ctx context.Context, p *leasedPermit) error {
 	shrink := l.shrink
 	l.mu.Unlock()
 	_ = p.inner.Release(ctx)
-	if shrink || give {
+	if give {
+		l.giveNow(ctx)
+	} else if shrink {
 		l.poke()
 	}
 	if lost || !ok {

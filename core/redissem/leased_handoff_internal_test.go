@@ -3,6 +3,8 @@ package redissem
 import (
 	"context"
 	"crypto/rand"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -43,8 +45,10 @@ func beats(l *leased) (uint64, int64) {
 // has no caller queued; process B queues. A's release gives the permit
 // back in a script that hands it to B and publishes to B, which grants at
 // once: B makes no beat between A's release and its grant (its heartbeat
-// is an hour away), so only the push explains the grant. The recorded
-// order keeps the limit: B's grant comes after A's release began.
+// is an hour away), so only the push explains the grant. The give-back
+// runs within A's Release: when it returns, Redis has handed the unit to
+// B already. The recorded order keeps the limit: B's grant comes after
+// A's release began.
 func TestLeasedReleaseHandsOffByPush(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: servertest.RedisAddr(t)})
 	t.Cleanup(func() { _ = c.Close() })
@@ -81,6 +85,9 @@ func TestLeasedReleaseHandsOffByPush(t *testing.T) {
 	if err := pa.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if share := redisShare(t, c, b.l); share != 1 {
+		t.Fatalf("B's share in Redis %d when A's Release returned, want 1: the give-back did not run within the release", share)
+	}
 	g := <-got
 	if g.err != nil {
 		t.Fatalf("B's Acquire: %v", g.err)
@@ -112,6 +119,9 @@ func TestLeasedReleaseHandsOffByPush(t *testing.T) {
 	if err := g.p.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if share := redisShare(t, c, a.l); share != 1 {
+		t.Fatalf("A's share in Redis %d when B's Release returned, want 1", share)
+	}
 	g2 := <-got2
 	if g2.err != nil || g2.at < released {
 		t.Fatalf("A's Acquire: %v (event %d, release %d)", g2.err, g2.at, released)
@@ -122,4 +132,18 @@ func TestLeasedReleaseHandsOffByPush(t *testing.T) {
 	if err := g2.p.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// redisShare returns l's share as the shares hash holds it.
+func redisShare(t *testing.T, c redis.UniversalClient, l *leased) int64 {
+	t.Helper()
+	v, err := c.HGet(context.Background(), l.keys[0], "p:"+l.pid).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.ParseInt(strings.SplitN(v, ":", 2)[0], 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

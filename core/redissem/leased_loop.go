@@ -38,7 +38,6 @@ func (l *leased) loop() {
 	unusedT := time.NewTimer(time.Hour)
 	unusedT.Stop()
 	defer unusedT.Stop()
-	var st beatState
 	idleSince := time.Time{}
 	for {
 		select {
@@ -58,9 +57,9 @@ func (l *leased) loop() {
 		case <-timer.C:
 		case <-l.wake:
 			l.mu.Lock()
-			give := l.giveReq
+			give, last := l.giveReq, l.lastBeat
 			l.mu.Unlock()
-			if d := time.Until(st.last.Add(shareMinGap)); d > 0 && !give {
+			if d := time.Until(last.Add(shareMinGap)); d > 0 && !give {
 				l.mu.Lock()
 				l.deferred = true // a beat is due (beat clears it)
 				l.mu.Unlock()
@@ -72,7 +71,18 @@ func (l *leased) loop() {
 				}
 			}
 		}
-		next := l.beat(&st)
+		select {
+		case l.slot <- struct{}{}:
+		default:
+			// A releasing caller is giving back (giveNow): it pokes the
+			// loop when done; the timer is a safety net.
+			l.mu.Lock()
+			l.beatWanted = true
+			l.mu.Unlock()
+			rearm(timer, shareRebalance)
+			continue
+		}
+		next := l.beat(context.Background(), false)
 		l.mu.Lock()
 		idle := l.demand == 0 && len(l.held) == 0 && l.share == 0 && !l.down
 		l.mu.Unlock()
@@ -83,18 +93,15 @@ func (l *leased) loop() {
 			idleSince = time.Now()
 		case time.Since(idleSince) >= ttl/3:
 			if l.leave() {
+				l.st = beatState{} // a loop started later registers anew
+				<-l.slot
 				return
 			}
 			idleSince = time.Time{}
-			st = beatState{}
+			l.st = beatState{}
 		}
-		if !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
-		}
-		timer.Reset(next)
+		l.unclaim()
+		rearm(timer, next)
 	}
 }
 
@@ -120,29 +127,34 @@ func (l *leased) unusedFor() time.Duration {
 	return 0
 }
 
-// beatState is what the loop knows of this process's share.
+// beatState is what the holder of the slot knows of this process's share.
 type beatState struct {
 	registered bool      // Redis gave this process an epoch that it still holds
 	epoch      int64     // the epoch of the share, from Redis
 	lastOK     time.Time // when the last successful beat was sent
-	last       time.Time // when the last beat was sent
 }
 
 // beat reports the demand and applies the share Redis answers; it returns
 // how long to sleep. A beat asked for by a give-back (giveReq) grants
 // nothing locally until the reply, and keeps only the units in use: the
-// others go back to Redis, which hands them to the starved processes.
-func (l *leased) beat(st *beatState) time.Duration {
+// others go back to Redis, which hands them to the starved processes
+// (share_give.lua, or share.lua where that script cannot decide). The
+// caller holds the slot; ctx bounds the round trip (ended: not a backend
+// failure). With leanOnly (a give-back run by a release) it runs
+// share_give.lua alone, and leaves what that script cannot decide to the
+// loop (giveReq), returning 0.
+func (l *leased) beat(ctx context.Context, leanOnly bool) time.Duration {
 	b := l.s.b
 	ttl := b.cfg.leaseTTL
+	st := &l.st
 	l.mu.Lock()
 	demand := max(l.peak, l.demand)
 	l.peak = l.demand
 	l.beatGen++
 	l.deferred = false
 	gen := l.beatGen
-	give := l.giveReq
-	l.giveReq, l.giving = false, give
+	give, skipLean := l.giveReq, l.giveFull
+	l.giveReq, l.giving, l.giveFull = false, give, false
 	if give {
 		l.applyLocked() // grant nothing here until the reply
 	}
@@ -156,19 +168,42 @@ func (l *leased) beat(st *beatState) time.Duration {
 		need = min(arriving, ls.Limit)
 	}
 	l.reported, l.reportedNeed = demand, need
-	l.mu.Unlock()
 	keep := max(inUse, ls.Share)
 	sent := time.Now()
-	st.last = sent
-	r, err := l.runWithin(context.Background(), ttl/3, "beat",
-		shareArgs{demand: demand, keep: keep, inUse: inUse, waiting: waiting, need: need, known: known})
+	l.lastBeat = sent
+	l.mu.Unlock()
+	a := shareArgs{demand: demand, keep: keep, inUse: inUse, waiting: waiting, need: need, known: known}
+	var r shareReply
+	var err error
+	lean := give && st.registered && !skipLean
+	if lean {
+		r, err = l.runGive(ctx, ttl/3, a, st.epoch)
+	}
+	if leanOnly && (!lean || err == nil && r.code == 0) {
+		// share.lua is to decide: the loop runs it (see giveNow).
+		l.mu.Lock()
+		l.giving, l.giveReq, l.giveFull = false, true, lean
+		l.applyLocked()
+		l.mu.Unlock()
+		return 0
+	}
+	if err == nil && r.code == 0 {
+		r, err = l.runWithin(ctx, ttl/3, "beat", a)
+	}
 	defer l.beaten(gen)
 	if err != nil {
-		b.report(l.s.label, unavailable("renew share", l.s.name, err))
+		if ctx.Err() == nil {
+			b.report(l.s.label, unavailable("renew share", l.s.name, err))
+		}
 		down := !b.brk.down().IsZero() && time.Since(b.brk.down()) >= b.cfg.fault.outageGrace
 		lose := st.registered && time.Since(st.lastOK) >= ttl
 		l.mu.Lock()
-		l.giving = false // the units stay with this process
+		if give {
+			// The script may have run and handed the units above keep
+			// to others: use none of them until a reply says more.
+			l.share = min(l.share, keep)
+		}
+		l.giving = false
 		if lose {
 			// The lease may have ended in Redis: grant nothing more and
 			// tell the holders.
@@ -218,10 +253,16 @@ func (l *leased) beat(st *beatState) time.Duration {
 	}
 	shrink := l.shrink
 	l.mu.Unlock()
+	next := ttl / 3
 	if r.hot || shrink {
-		return min(ttl/3, l.rebalance)
+		next = min(next, l.rebalance)
 	}
-	return ttl / 3
+	if r.soon > 0 {
+		// Starved: beat just after the earliest lease that may free
+		// capacity ends, in case its process died.
+		next = min(next, r.soon+time.Millisecond)
+	}
+	return next
 }
 
 // beaten wakes the callers waiting for a beat (TryAcquire).
@@ -290,6 +331,7 @@ func (l *leased) shutdown() {
 	l.mu.Lock()
 	l.closed = true
 	l.mu.Unlock()
+	l.slot <- struct{}{} // a give-back in flight ends first; none starts now
 	_ = l.loc.Close()
 	l.mu.Lock()
 	holding := len(l.held) > 0

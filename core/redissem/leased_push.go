@@ -1,8 +1,10 @@
 package redissem
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // The leased mode's hand-off: when a process is starved (its head waiter
@@ -99,4 +101,64 @@ func (l *leased) checkGiveLocked() {
 		l.giveReq = true
 		l.poke()
 	}
+}
+
+// rearm makes t fire once, d from now.
+func rearm(t *time.Timer, d time.Duration) {
+	if !t.Stop() {
+		select {
+		case <-t.C:
+		default:
+		}
+	}
+	t.Reset(d)
+}
+
+// unclaim frees the slot and pokes the loop if a beat is due: the loop
+// found the slot held, or a release asked for a give-back meanwhile.
+func (l *leased) unclaim() {
+	l.mu.Lock()
+	want := l.beatWanted || l.giveReq
+	l.beatWanted = false
+	l.mu.Unlock()
+	<-l.slot
+	if want {
+		l.poke()
+	}
+}
+
+// giveNow runs, in the goroutine of the release that asked for it, the
+// give-back of the share not in use (share_give.lua): the units go to the
+// starved process without a hop to the loop. What that script cannot
+// decide, the loop does (share.lua), so a release waits for one round trip
+// at most. If a beat is in flight, its goroutine sees giveReq when it ends
+// and pokes the loop; in an outage the loop alone gives back. The round
+// trip is bounded by ctx (as the default mode's release, by ctx without
+// its cancellation if it is done already) and the operation timeout.
+func (l *leased) giveNow(ctx context.Context) {
+	if !l.s.b.brk.down().IsZero() {
+		l.poke()
+		return
+	}
+	select {
+	case l.slot <- struct{}{}:
+	default:
+		return
+	}
+	l.mu.Lock()
+	run := l.giveReq && l.running && !l.closed
+	l.mu.Unlock()
+	if run {
+		if ctx.Err() != nil {
+			ctx = context.WithoutCancel(ctx)
+		}
+		if l.beat(ctx, true) < l.s.b.cfg.leaseTTL/3 {
+			// The shares are to move faster than the loop beats (hot),
+			// or share.lua is to decide: the loop's next beat does.
+			l.mu.Lock()
+			l.beatWanted = true
+			l.mu.Unlock()
+		}
+	}
+	l.unclaim()
 }

@@ -11,15 +11,20 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The leased mode's one script: every decision about shares, after the
-// constants that every script shares (lua/const.lua) and the fleet's queue
-// (lua/share_queue.lua).
+// The leased mode's scripts, after the constants that every script shares
+// (lua/const.lua) and the fleet's queue (lua/share_queue.lua): share.lua
+// takes every decision about shares; share_give.lua takes one, a
+// give-back, reading only the entries it changes, and leaves to share.lua
+// what it cannot decide so.
 var (
 	//go:embed lua/share.lua
 	luaShare string
+	//go:embed lua/share_give.lua
+	luaShareGive string
 	//go:embed lua/share_queue.lua
-	luaShareQueue string
-	scriptShare   = redis.NewScript(luaConst + luaShareQueue + luaShare)
+	luaShareQueue   string
+	scriptShare     = redis.NewScript(luaConst + luaShareQueue + luaShare)
+	scriptShareGive = redis.NewScript(luaConst + luaShareQueue + luaShareGive)
 )
 
 // shareNew is share.lua's code for a process that had no entry (new,
@@ -31,6 +36,7 @@ type shareReply struct {
 	code, share, limit, target, epoch, nowUS, inUse, waiting int64
 	myInUse, myWaiting, ver                                  int64
 	hot, contended                                           bool
+	soon                                                     time.Duration // starved: until another holder's lease ends
 }
 
 // run runs share.lua once, bounded by ctx and the operation timeout, and
@@ -50,27 +56,60 @@ type shareArgs struct {
 // ctx alone: a beat that takes longer than d is a backend failure.
 func (l *leased) runWithin(ctx context.Context, d time.Duration, op string, a shareArgs) (shareReply, error) {
 	b := l.s.b
-	bound := min(d, b.cfg.fault.opTimeout)
-	sent := time.Now()
-	octx, cancel := context.WithTimeout(ctx, bound)
-	v, err := b.callScript(ctx, octx, scriptShare, scriptCmd(scriptShare, l.keys, l.s.limit, l.pid, op, a.demand, a.keep, a.inUse,
+	v, err := l.call(ctx, d, scriptShare, l.s.limit, l.pid, op, a.demand, a.keep, a.inUse,
 		b.cfg.leaseTTL.Milliseconds(), a.newLimit, shareRotation.Milliseconds(), a.waiting, a.need, b.cfg.owner,
-		l.s.notify, a.known))
+		l.s.notify, a.known)
+	if err != nil {
+		return shareReply{}, err
+	}
+	return l.parseShareReply(v)
+}
+
+// runGive runs share_give.lua once, bounded by ctx, d and the operation
+// timeout, for a give-back of the share above a.keep by the entry of epoch;
+// a reply of code 0 means that it changed nothing and share.lua must
+// decide.
+func (l *leased) runGive(ctx context.Context, d time.Duration, a shareArgs, epoch int64) (shareReply, error) {
+	v, err := l.call(ctx, d, scriptShareGive, l.pid, a.demand, a.keep, a.inUse, a.waiting, a.need,
+		l.s.b.cfg.leaseTTL.Milliseconds(), a.known, epoch)
+	if err != nil {
+		return shareReply{}, err
+	}
+	if len(v) == 1 {
+		return shareReply{}, nil // code 0: share.lua decides
+	}
+	return l.parseShareReply(v)
+}
+
+// call runs sc on the shares hash with argv, bounded by ctx, d and the
+// operation timeout, and records the outcome in the breaker (it is never
+// refused by it: a beat is a probe, like a renewal).
+func (l *leased) call(ctx context.Context, d time.Duration, sc *redis.Script, argv ...any) ([]any, error) {
+	b := l.s.b
+	sent := time.Now()
+	octx, cancel := context.WithTimeout(ctx, min(d, b.cfg.fault.opTimeout))
+	v, err := b.callScript(ctx, octx, sc, scriptCmd(sc, l.keys, argv...))
 	cancel()
 	recv := time.Now()
 	b.brk.record(classify(ctx, err, recv.Sub(sent), b.cfg.fault.opTimeout), recv)
 	if err != nil {
-		return shareReply{}, b.dials.explain(ctx, sent, err)
+		return nil, b.dials.explain(ctx, sent, err)
 	}
-	if len(v) != 13 {
+	return v, nil
+}
+
+// parseShareReply reads the reply of share.lua (or share_give.lua).
+func (l *leased) parseShareReply(v []any) (shareReply, error) {
+	if len(v) != 14 {
 		return shareReply{}, fmt.Errorf("redissem: unexpected share reply of %d elements", len(v))
 	}
-	var n [13]int64
+	var n [14]int64
 	for i := range v {
 		n[i], _ = v[i].(int64)
 	}
 	r := shareReply{code: n[0], share: n[1], limit: n[2], target: n[3], epoch: n[4], hot: n[5] == 1,
-		nowUS: n[6], inUse: n[7], waiting: n[8], myInUse: n[9], myWaiting: n[10], ver: n[11], contended: n[12] == 1}
+		nowUS: n[6], inUse: n[7], waiting: n[8], myInUse: n[9], myWaiting: n[10], ver: n[11], contended: n[12] == 1,
+		soon: time.Duration(n[13]) * time.Millisecond}
 	if r.limit > 0 {
 		l.s.seen.Store(r.limit)
 	}

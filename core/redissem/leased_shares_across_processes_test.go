@@ -19,6 +19,7 @@ import (
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/redissem"
 	"github.com/distsem/distsem/internal/servertest"
+	"github.com/distsem/distsem/internal/testwait"
 )
 
 // runLeasedChild is a child process of the leased-shares tests.
@@ -226,6 +227,45 @@ func TestLeasedCrashReturnsShare(t *testing.T) {
 	t.Logf("share back %v after SIGKILL (lease TTL %v)", time.Since(killed), ttl)
 	ok(t, p.Release(context.Background()))
 	wantStats(t, s, 0, 0)
+}
+
+// TestLeasedCrashReturnsShareToQueuedWaiter kills a process that holds the
+// whole limit (lease TTL 1s) while another process, whose own lease is
+// 30s, is queued for it: the waiter beats only every 10s while it waits,
+// yet must get the share within the holder's lease TTL + 1s of the kill
+// (it beats again when the holder's lease ends).
+func TestLeasedCrashReturnsShareToQueuedWaiter(t *testing.T) {
+	const ttl = time.Second
+	prefix := uniquePrefix(t)
+	cmd, _, sc := startLeasedChild(t, "leased-hold", "PREFIX="+prefix, "NAME=crashq", "LIMIT=2", "TTL="+ttl.String())
+	if !sc.Scan() || sc.Text() != "ready" {
+		t.Fatalf("child did not get ready: %q", sc.Text())
+	}
+	s := redissem.NewLeased(realClient(t), "crashq", 2, redissem.WithKeyPrefix(prefix), redissem.WithDefaultLeaseTTL(30*time.Second))
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	got := make(chan error, 1)
+	go func() {
+		p, err := s.Acquire(ctx, core.WithWeight(2))
+		if err == nil {
+			err = p.Release(context.Background())
+		}
+		got <- err
+	}()
+	testwait.Until(t, time.Minute, "the waiter not queued", func() bool {
+		st, err := s.Stats(ctx)
+		return err == nil && st.Waiting == 1
+	})
+	killed := time.Now()
+	ok(t, cmd.Process.Kill())
+	select {
+	case err := <-got:
+		ok(t, err)
+	case <-time.After(ttl + time.Second):
+		t.Fatalf("share not back within the holder's lease TTL + 1s of the kill")
+	}
+	t.Logf("share back %v after SIGKILL (holder's lease TTL %v), to a waiter queued before", time.Since(killed), ttl)
 }
 
 // stopChildren closes the children's stdin (their signal to finish),

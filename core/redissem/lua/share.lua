@@ -10,7 +10,10 @@
 --            ver: the version of its share; told: 1 if it was last told
 --            that others are starved), 'c:' .. pid -> the channel that
 --            reaches it, and 'o:' .. pid -> its owner (WithOwner), if any;
---            the last two written with the entry and deleted with it.
+--            the last two written with the entry and deleted with it;
+--            q, the pids of the starved entries in queue order (qat,
+--            then pid), separated by spaces, and x, the key's expiry (ms;
+--            absent while pinned), both for share_give.lua.
 -- ARGV: 1 configured limit, 2 pid, 3 op (beat | leave | stats | setlimit),
 --       4 demand (holders + waiters, in permits), 5 keep (the permits the
 --       process may still have in use until it reads the reply), 6 in use,
@@ -32,13 +35,15 @@
 -- give back what they do not use. With nobody starved, the shares follow
 -- max-min fair targets by demand.
 -- Reply: {code, share, limit, target, epoch, hot, now_us, inuse, waiting,
---         my inuse, my waiting, ver, contended}
+--         my inuse, my waiting, ver, contended, soon}
 --   code 1 ok, 2 the process had no entry (new, expired or lost) and was
 --   given a new epoch; hot 1 when nobody is starved and the targets
 --   rotate or a process with callers queued is below its target (everyone
 --   then beats faster); inuse/waiting are fleet totals as
 --   of the processes' last beats, then the caller's own entry's; ver the
---   version of its share; contended 1 if another process is starved.
+--   version of its share; contended 1 if another process is starved;
+--   soon, for a starved caller, the ms until the earliest lease of another
+--   process holding a share ends (0 otherwise).
 local S = KEYS[1]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -53,7 +58,7 @@ local mychan, known = ARGV[13] or '', tonumber(ARGV[14] or '')
 local function int(x) return string.format('%d', x) end
 
 local all = redis.call('HGETALL', S)
-local limit, epoch, pinned, V = nil, 0, false, 0
+local limit, epoch, pinned, V, qstr = nil, 0, false, 0, nil
 local procs, by, chans = {}, {}, {}
 local dead = {}
 for i = 1, #all, 2 do
@@ -62,6 +67,7 @@ for i = 1, #all, 2 do
   elseif f == 'epoch' then epoch = tonumber(v)
   elseif f == 'v' then V = tonumber(v)
   elseif f == 'pinned' then pinned = true
+  elseif f == 'q' then qstr = v
   elseif string.sub(f, 1, 2) == 'c:' then chans[string.sub(f, 3)] = v
   elseif string.sub(f, 1, 2) == 'p:' then
     local n = {}
@@ -254,6 +260,13 @@ if me then
   me.told = others(me)
 end
 
+-- Bounded memory: the key outlives the last lease by GRACE, unless pinned
+-- (x, the expiry set, tells share_give.lua when to extend it).
+local last = now
+for _, e in ipairs(procs) do
+  if e.exp > last then last = e.exp end
+end
+
 local inuse_all, waiting_all = 0, 0
 local writes = {}
 for _, e in ipairs(procs) do
@@ -269,6 +282,17 @@ if V ~= V0 then
   writes[#writes + 1] = 'v'
   writes[#writes + 1] = int(V)
 end
+local qpids = {}
+for i, e in ipairs(STARVED(procs)) do qpids[i] = e.pid end
+local qnew = table.concat(qpids, ' ')
+if qnew ~= qstr then
+  writes[#writes + 1] = 'q'
+  writes[#writes + 1] = qnew
+end
+if not pinned then
+  writes[#writes + 1] = 'x'
+  writes[#writes + 1] = int(last + GRACE)
+end
 if #writes > 0 then redis.call('HSET', S, unpack(writes)) end
 for _, e in ipairs(notes) do
   local ch = chans[e.pid]
@@ -280,14 +304,18 @@ if me then
   myshare, myepoch, myinuse, mywaiting, myver, mytold = me.share, me.epoch, me.inuse, me.waiting, me.ver, me.told
 end
 
--- Bounded memory: the key outlives the last lease by GRACE, unless pinned.
-local last = now
-for _, e in ipairs(procs) do
-  if e.exp > last then last = e.exp end
-end
 if pinned then
   redis.call('PERSIST', S)
 else
   redis.call('PEXPIREAT', S, last + GRACE)
 end
-return {code, myshare, limit, mytarget, myepoch, hot, now_us, inuse_all, waiting_all, myinuse, mywaiting, myver, mytold}
+-- A starved caller beats again when the earliest lease of another process
+-- holding a share ends (soon, ms from now; 0: none), for the share of a
+-- process that died comes back then.
+local soon = 0
+if me and me.need > me.share then
+  for _, e in ipairs(procs) do
+    if e ~= me and e.share > 0 and (soon == 0 or e.exp - now < soon) then soon = math.max(1, e.exp - now) end
+  end
+end
+return {code, myshare, limit, mytarget, myepoch, hot, now_us, inuse_all, waiting_all, myinuse, mywaiting, myver, mytold, soon}
