@@ -11,14 +11,12 @@ import (
 
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/backend"
-
-	"github.com/redis/go-redis/v9"
 )
 
 var (
 	//go:embed lua/inspect_shares.lua
 	luaInspectShares    string
-	scriptInspectShares = redis.NewScript(luaInspectShares)
+	scriptInspectShares = newScript(luaInspectShares)
 )
 
 var _ core.Inspector = (*Leased)(nil)

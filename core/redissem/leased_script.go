@@ -23,8 +23,8 @@ var (
 	luaShareGive string
 	//go:embed lua/share_queue.lua
 	luaShareQueue   string
-	scriptShare     = redis.NewScript(luaConst + luaShareQueue + luaShare)
-	scriptShareGive = redis.NewScript(luaConst + luaShareQueue + luaShareGive)
+	scriptShare     = newScript(luaConst + luaShareQueue + luaShare)
+	scriptShareGive = newScript(luaConst + luaShareQueue + luaShareGive)
 )
 
 // shareNew is share.lua's code for a process that had no entry (new,

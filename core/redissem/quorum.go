@@ -121,7 +121,7 @@ var _ core.Semaphore = (*Quorum)(nil)
 //go:embed lua/quorum_floor.lua
 var luaQuorumFloor string
 
-var scriptQuorumFloor = redis.NewScript(luaQuorumFloor)
+var scriptQuorumFloor = newScript(luaQuorumFloor)
 
 // NewQuorum returns the semaphore name of limit permits over the
 // independent masters clients, enough of which must grant every permit

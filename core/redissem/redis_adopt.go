@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/distsem/distsem/core"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // Permits that cross processes: one process acquires, hands the permit's
@@ -24,8 +22,8 @@ var (
 	//go:embed lua/set_lease.lua
 	luaSetLease string
 
-	scriptAdopt    = redis.NewScript(scriptSource("", luaAdopt))
-	scriptSetLease = redis.NewScript(scriptSource("", luaSetLease))
+	scriptAdopt    = newScript(scriptSource("", luaAdopt))
+	scriptSetLease = newScript(scriptSource("", luaSetLease))
 )
 
 // Tombstone codes of ids that crossed processes (see lua/lib.lua).

@@ -44,18 +44,19 @@ func scriptCmd(sc *redis.Script, keys []string, argv ...any) []any {
 
 // scriptPing declares a key and does nothing: a node that is not the master
 // of the key's slot refuses it (MOVED), see isMaster.
-var scriptPing = redis.NewScript("return 1")
+var scriptPing = newScript("return 1")
 
-// shas holds each script's SHA-1 as an interface value, boxed once.
-var shas = func() map[*redis.Script]any {
-	m := make(map[*redis.Script]any)
-	for _, sc := range []*redis.Script{scriptRights, scriptAcquire, scriptRelease,
-		scriptHeartbeat, scriptSetLimit, scriptStats, scriptSetFair, scriptAdopt, scriptSetLease,
-		scriptShare, scriptQuorumFloor, scriptPing, scriptInspect, scriptInspectShares, scriptReassert, scriptConfirm} {
-		m[sc] = sc.Hash()
-	}
-	return m
-}()
+// shas holds each script's SHA-1 as an interface value, boxed once; every
+// script is made by newScript, which records it.
+var shas = make(map[*redis.Script]any)
+
+// newScript returns the script of src, its SHA-1 boxed once in shas. It
+// runs only while the package's variables are initialised.
+func newScript(src string) *redis.Script {
+	sc := redis.NewScript(src)
+	shas[sc] = sc.Hash()
+	return sc
+}
 
 func boxedSHA(sc *redis.Script) any {
 	if h, ok := shas[sc]; ok {

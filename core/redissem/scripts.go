@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // Every decision is one Lua script: the constants (lua/const.lua), the
@@ -63,16 +61,16 @@ var (
 
 	luaMacros = parseMacros(luaInline)
 
-	scriptRights    = redis.NewScript(luaRights)
-	scriptAcquire   = redis.NewScript(scriptSource(luaFastAcquire, luaAcquire))
-	scriptRelease   = redis.NewScript(scriptSource(luaFastRelease, luaRelease))
-	scriptHeartbeat = redis.NewScript(scriptSource("", luaHeartbeat))
-	scriptSetLimit  = redis.NewScript(scriptSource("", luaSetLimit))
-	scriptStats     = redis.NewScript(scriptSource("", luaStats))
-	scriptSetFair   = redis.NewScript(scriptSource("", luaSetFair))
-	scriptReassert  = redis.NewScript(scriptSource("", luaReassert))
-	scriptConfirm   = redis.NewScript(luaConfirm)                              // WithReplicaAck's (redis_ack.go): not on the prelude
-	scriptInspect   = redis.NewScript(inline(luaConst + luaHead + luaInspect)) // read-only: not on the prelude
+	scriptRights    = newScript(luaRights)
+	scriptAcquire   = newScript(scriptSource(luaFastAcquire, luaAcquire))
+	scriptRelease   = newScript(scriptSource(luaFastRelease, luaRelease))
+	scriptHeartbeat = newScript(scriptSource("", luaHeartbeat))
+	scriptSetLimit  = newScript(scriptSource("", luaSetLimit))
+	scriptStats     = newScript(scriptSource("", luaStats))
+	scriptSetFair   = newScript(scriptSource("", luaSetFair))
+	scriptReassert  = newScript(scriptSource("", luaReassert))
+	scriptConfirm   = newScript(luaConfirm)                              // WithReplicaAck's (redis_ack.go): not on the prelude
+	scriptInspect   = newScript(inline(luaConst + luaHead + luaInspect)) // read-only: not on the prelude
 )
 
 // scriptSource is a script's text: the constants, the clock, with fast
