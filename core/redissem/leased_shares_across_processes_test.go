@@ -201,15 +201,24 @@ func TestLeasedMultiProcess(t *testing.T) {
 	wantStats(t, s, 0, 0)
 }
 
+// startLeasedHolder starts a child process that holds the whole limit (2)
+// of leased semaphore name, with lease ttl, under a prefix of its own, and
+// returns once it holds it.
+func startLeasedHolder(t *testing.T, name string, ttl time.Duration) (prefix string, cmd *exec.Cmd) {
+	t.Helper()
+	prefix = uniquePrefix(t)
+	cmd, _, sc := startLeasedChild(t, "leased-hold", "PREFIX="+prefix, "NAME="+name, "LIMIT=2", "TTL="+ttl.String())
+	if !sc.Scan() || sc.Text() != "ready" {
+		t.Fatalf("child did not get ready: %q", sc.Text())
+	}
+	return prefix, cmd
+}
+
 // TestLeasedCrashReturnsShare kills a process that holds the whole limit in
 // the leased mode: its share must come back within its lease TTL + 1s.
 func TestLeasedCrashReturnsShare(t *testing.T) {
 	const ttl = time.Second
-	prefix := uniquePrefix(t)
-	cmd, _, sc := startLeasedChild(t, "leased-hold", "PREFIX="+prefix, "NAME=crash", "LIMIT=2", "TTL="+ttl.String())
-	if !sc.Scan() || sc.Text() != "ready" {
-		t.Fatalf("child did not get ready: %q", sc.Text())
-	}
+	prefix, cmd := startLeasedHolder(t, "crash", ttl)
 	s := redissem.NewLeased(realClient(t), "crash", 2, redissem.WithKeyPrefix(prefix), redissem.WithDefaultLeaseTTL(ttl))
 	defer s.Close()
 	ctx := context.Background()
@@ -236,11 +245,7 @@ func TestLeasedCrashReturnsShare(t *testing.T) {
 // (it beats again when the holder's lease ends).
 func TestLeasedCrashReturnsShareToQueuedWaiter(t *testing.T) {
 	const ttl = time.Second
-	prefix := uniquePrefix(t)
-	cmd, _, sc := startLeasedChild(t, "leased-hold", "PREFIX="+prefix, "NAME=crashq", "LIMIT=2", "TTL="+ttl.String())
-	if !sc.Scan() || sc.Text() != "ready" {
-		t.Fatalf("child did not get ready: %q", sc.Text())
-	}
+	prefix, cmd := startLeasedHolder(t, "crashq", ttl)
 	s := redissem.NewLeased(realClient(t), "crashq", 2, redissem.WithKeyPrefix(prefix), redissem.WithDefaultLeaseTTL(30*time.Second))
 	defer s.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
