@@ -31,6 +31,11 @@ for p in $PORT ${REPLICA:+$((PORT + 1))}; do
   fi
 done
 OUT=${OUT:-$(mktemp -d /tmp/distsem-ab.XXXXXX)}
+if [ -e "$OUT/ab.jsonl" ]; then
+  # The summary reads every line of ab.jsonl: an earlier run's would mix in.
+  echo "$OUT already holds a run (ab.jsonl): choose another OUT" >&2
+  exit 1
+fi
 mkdir -p "$OUT"
 tmp=$(mktemp -d)
 git worktree add -q --detach "$tmp/old" "$OLD"
