@@ -24,7 +24,7 @@ type leased struct {
 
 	wake chan struct{} // pokes the loop
 	// slot is held (its one place filled) by the goroutine that runs a
-	// beat: the loop, or a releasing caller giving back (giveNow); st is
+	// beat: the loop, or a caller running a lean script (leanNow); st is
 	// that goroutine's.
 	slot chan struct{}
 	st   beatState
@@ -55,11 +55,13 @@ type leased struct {
 	contended  bool      // another process is starved (leased_push.go)
 	giveReq    bool      // the loop is to give back the share not in use
 	giving     bool      // a give-back is in flight (either: grant nothing here)
-	giveFull   bool      // share_give.lua left the give-back to share.lua
+	leanFull   bool      // a lean script left the next beat to share.lua
 	pushes     int64     // notes applied (for tests)
 	deferred   bool      // the loop waits out shareMinGap before a beat
 	lastBeat   time.Time // when the last beat was sent
 	beatWanted bool      // the loop found the slot held: poke it after
+	hot        bool      // the last beat of share.lua said the fleet is hot
+	due        time.Time // the loop's timer beats no earlier (leanNow beat)
 
 	unused      chan struct{} // tells the loop that the share went unused
 	unusedArmed bool          // the loop times the unused share
@@ -146,6 +148,11 @@ func (l *leased) wait(ctx context.Context, try bool, weight int64, opts []core.A
 	if !news && l.reportedNeed <= l.share {
 		news = max(weight, l.loc.State().Head) > l.share
 	}
+	if l.registered && !l.shrink && l.share >= l.limit {
+		// The whole limit is this process's: its own releases serve the
+		// caller, and no beat could give it more.
+		news = false
+	}
 	l.mu.Unlock()
 	if outage != nil {
 		return nil, outage
@@ -155,7 +162,7 @@ func (l *leased) wait(ctx context.Context, try bool, weight int64, opts []core.A
 	if err := l.s.b.listen(ctx, l.s); errors.Is(err, core.ErrClosed) {
 		return nil, err
 	}
-	if news || try {
+	if (news || try) && !l.leanNow(ctx, true) {
 		l.poke()
 	}
 	if try {
@@ -225,6 +232,9 @@ func (l *leased) begin(weight int64) error {
 	l.demand += weight
 	l.peak = max(l.peak, l.demand)
 	if !l.running {
+		// The caller's take (leanNow) registers the process; the loop
+		// beats if poked, or if that beat did not come.
+		l.due = time.Now().Add(shareMinGap)
 		l.route()
 		if !l.s.b.goBackground(l.loop) {
 			l.unroute()
@@ -282,7 +292,7 @@ func (p *leasedPermit) ReleasePermit(ctx context.Context, _ *core.Permit) error 
 // holds more share for this process than it now needs, the loop is poked
 // to give the difference back at once. While another process is starved,
 // the freed units are not granted here: the release itself gives them back
-// to Redis (one script, in the caller's goroutine: giveNow), which hands
+// to Redis (one script, in the caller's goroutine: leanNow), which hands
 // them to the process that has waited longest, this one included.
 func (l *leased) release(ctx context.Context, p *leasedPermit) error {
 	l.mu.Lock()
@@ -309,7 +319,7 @@ func (l *leased) release(ctx context.Context, p *leasedPermit) error {
 	l.mu.Unlock()
 	_ = p.inner.Release(ctx)
 	if give {
-		l.giveNow(ctx)
+		l.leanNow(ctx, false)
 	} else if shrink {
 		l.poke()
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/distsem/distsem/core"
 )
 
@@ -40,6 +42,7 @@ func (l *leased) loop() {
 	defer unusedT.Stop()
 	idleSince := time.Time{}
 	for {
+		poked := false
 		select {
 		case <-b.stop:
 			l.shutdown()
@@ -55,7 +58,15 @@ func (l *leased) loop() {
 				continue
 			}
 		case <-timer.C:
+			l.mu.Lock()
+			d := time.Until(l.due)
+			l.mu.Unlock()
+			if d > 0 {
+				rearm(timer, d) // a caller's lean script beat meanwhile
+				continue
+			}
 		case <-l.wake:
+			poked = true
 			l.mu.Lock()
 			give, last := l.giveReq, l.lastBeat
 			l.mu.Unlock()
@@ -74,15 +85,26 @@ func (l *leased) loop() {
 		select {
 		case l.slot <- struct{}{}:
 		default:
-			// A releasing caller is giving back (giveNow): it pokes the
-			// loop when done; the timer is a safety net.
-			l.mu.Lock()
-			l.beatWanted = true
-			l.mu.Unlock()
+			// A caller runs a lean script (leanNow). That beat stands
+			// for one that the timer asked for (it sets due, or asks
+			// for a beat if share.lua is to decide); a poke is news,
+			// and the caller pokes the loop when done. The timer is a
+			// safety net.
+			if poked {
+				l.mu.Lock()
+				l.beatWanted = true
+				l.mu.Unlock()
+			}
 			rearm(timer, shareRebalance)
 			continue
 		}
+		if l.stopIfLeft() {
+			return
+		}
 		next := l.beat(context.Background(), false)
+		if l.stopIfLeft() {
+			return
+		}
 		l.mu.Lock()
 		idle := l.demand == 0 && len(l.held) == 0 && l.share == 0 && !l.down
 		l.mu.Unlock()
@@ -105,28 +127,6 @@ func (l *leased) loop() {
 	}
 }
 
-// unusedFor reports, when the share has been unused since a release, how
-// much longer to wait before giving it back (> 0: it became unused again
-// since the last look, so between shareIdle and twice that in all), or
-// that the time has come (0: a give-back is asked for); < 0 if it is in
-// use again.
-func (l *leased) unusedFor() time.Duration {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.demand > 0 || len(l.held) > 0 || l.share == 0 || l.giveReq || l.closed {
-		l.unusedArmed = false
-		return -1
-	}
-	if l.freeSeq != l.freeSeen {
-		l.freeSeen = l.freeSeq // used since the last look: look again later
-		return shareIdle
-	}
-	l.unusedArmed = false
-	l.giveReq = true
-	l.applyLocked()
-	return 0
-}
-
 // beatState is what the holder of the slot knows of this process's share.
 type beatState struct {
 	registered bool      // Redis gave this process an epoch that it still holds
@@ -138,11 +138,13 @@ type beatState struct {
 // how long to sleep. A beat asked for by a give-back (giveReq) grants
 // nothing locally until the reply, and keeps only the units in use: the
 // others go back to Redis, which hands them to the starved processes
-// (share_give.lua, or share.lua where that script cannot decide). The
-// caller holds the slot; ctx bounds the round trip (ended: not a backend
-// failure). With leanOnly (a give-back run by a release) it runs
-// share_give.lua alone, and leaves what that script cannot decide to the
-// loop (giveReq), returning 0.
+// (share_give.lua, or share.lua where that script cannot decide). A beat
+// for a head waiter that the share cannot serve first tries to take what
+// it lacks from free capacity (share_take.lua). The caller holds the slot;
+// ctx bounds the round trip (ended: not a backend failure). With leanOnly
+// (run by a release or an Acquire, not by the loop) it runs a lean script
+// alone, and leaves to the loop what that script cannot decide, returning
+// 0.
 func (l *leased) beat(ctx context.Context, leanOnly bool) time.Duration {
 	b := l.s.b
 	ttl := b.cfg.leaseTTL
@@ -153,12 +155,12 @@ func (l *leased) beat(ctx context.Context, leanOnly bool) time.Duration {
 	l.beatGen++
 	l.deferred = false
 	gen := l.beatGen
-	give, skipLean := l.giveReq, l.giveFull
-	l.giveReq, l.giving, l.giveFull = false, give, false
+	give, skipLean := l.giveReq, l.leanFull
+	l.giveReq, l.giving, l.leanFull = false, give, false
 	if give {
 		l.applyLocked() // grant nothing here until the reply
 	}
-	known := l.ver
+	known, share, contended := l.ver, l.share, l.contended
 	ls := l.loc.State()
 	inUse, waiting := ls.InUse, ls.WaitN
 	demand = max(demand, inUse+ls.WaitW)
@@ -169,25 +171,39 @@ func (l *leased) beat(ctx context.Context, leanOnly bool) time.Duration {
 	}
 	l.reported, l.reportedNeed = demand, need
 	keep := max(inUse, ls.Share)
+	idle := l.demand == 0 && inUse == 0 && need == 0
 	sent := time.Now()
 	l.lastBeat = sent
 	l.mu.Unlock()
-	a := shareArgs{demand: demand, keep: keep, inUse: inUse, waiting: waiting, need: need, known: known}
+	a := shareArgs{demand: demand, keep: keep, inUse: inUse, waiting: waiting, need: need, known: known,
+		leave: give && idle}
 	var r shareReply
 	var err error
-	lean := give && st.registered && !skipLean
-	if lean {
-		r, err = l.runGive(ctx, ttl/3, a, st.epoch)
+	var lean *redis.Script
+	epoch := int64(0) // none: a take registers the process
+	if st.registered {
+		epoch = st.epoch
 	}
-	if leanOnly && (!lean || err == nil && r.code == 0) {
-		// share.lua is to decide: the loop runs it (see giveNow).
+	switch {
+	case skipLean:
+	case give && st.registered:
+		lean = scriptShareGive
+	case !give && need > share && !contended:
+		lean = scriptShareTake
+	}
+	if lean != nil {
+		r, err = l.runLean(ctx, ttl/3, lean, a, epoch)
+	}
+	if leanOnly && (lean == nil || err == nil && r.code == 0) {
+		// share.lua is to decide: the loop runs it (see leanNow).
 		l.mu.Lock()
-		l.giving, l.giveReq, l.giveFull = false, true, lean
+		l.giving, l.giveReq, l.leanFull = false, give, lean != nil
 		l.applyLocked()
 		l.mu.Unlock()
-		return 0
+		return 0 // no beat done: a TryAcquire waits for the loop's
 	}
-	if err == nil && r.code == 0 {
+	full := err == nil && r.code == 0 // share.lua decides
+	if full {
 		r, err = l.runWithin(ctx, ttl/3, "beat", a)
 	}
 	defer l.beaten(gen)
@@ -217,6 +233,16 @@ func (l *leased) beat(ctx context.Context, leanOnly bool) time.Duration {
 			l.loseAll()
 		}
 		return min(ttl/3, 100*time.Millisecond)
+	}
+	if r.code == shareLeft {
+		// Idle, it gave its whole share back and left: the next demand
+		// registers it anew (the loop stops if none came meanwhile).
+		*st = beatState{}
+		l.mu.Lock()
+		l.registered, l.share, l.ver, l.giving, l.contended, l.hot = false, 0, 0, false, false, false
+		l.applyLocked()
+		l.mu.Unlock()
+		return ttl / 3
 	}
 	anew := (r.code == shareNew || r.epoch != st.epoch) && st.registered
 	if r.code == shareNew || r.epoch != st.epoch {
@@ -251,10 +277,15 @@ func (l *leased) beat(ctx context.Context, leanOnly bool) time.Duration {
 	if head := l.loc.State().Head; head > l.share && head != l.reportedNeed {
 		l.poke() // a caller queued meanwhile that the share cannot serve
 	}
-	shrink := l.shrink
+	if full {
+		// share.lua decided, and said whether the fleet is hot. A lean script
+		// does not know, and keeps what the last full beat said.
+		l.hot = r.hot
+	}
+	hot, shrink := l.hot || r.hot, l.shrink
 	l.mu.Unlock()
 	next := ttl / 3
-	if r.hot || shrink {
+	if hot || shrink {
 		next = min(next, l.rebalance)
 	}
 	if r.soon > 0 {
@@ -304,22 +335,6 @@ func (l *leased) loseAll() {
 		l.s.b.cfg.observe(core.Event{Kind: core.EventLost, Name: l.s.label, Weight: p.weight, Ctx: lostCtx(p.ctx)})
 		close(p.lost)
 	}
-}
-
-// leave gives the (empty) share's entry back and stops the loop, unless
-// demand came meanwhile; it reports whether the loop stopped.
-func (l *leased) leave() bool {
-	ctx, cancel := context.WithTimeout(context.Background(), l.s.b.cfg.fault.opTimeout)
-	_, err := l.run(ctx, "leave", 0)
-	cancel()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err != nil || l.demand > 0 || len(l.held) > 0 {
-		return false
-	}
-	l.unroute() // before begin can route a new loop (l.mu held)
-	l.running = false
-	return true
 }
 
 // shutdown runs at Close: local waiters get ErrClosed, held permits are

@@ -127,38 +127,54 @@ func (l *leased) unclaim() {
 	}
 }
 
-// giveNow runs, in the goroutine of the release that asked for it, the
-// give-back of the share not in use (share_give.lua): the units go to the
-// starved process without a hop to the loop. What that script cannot
-// decide, the loop does (share.lua), so a release waits for one round trip
-// at most. If a beat is in flight, its goroutine sees giveReq when it ends
-// and pokes the loop; in an outage the loop alone gives back. The round
-// trip is bounded by ctx (as the default mode's release, by ctx without
-// its cancellation if it is done already) and the operation timeout.
-func (l *leased) giveNow(ctx context.Context) {
+// leanNow runs a beat's lean script in the caller's goroutine, without a
+// hop to the loop, and reports whether it ran it: for a release, the
+// give-back of the share not in use (share_give.lua) that the release
+// asked for; for an Acquire (take) that the share cannot serve, the take
+// of what its head waiter lacks from free capacity (share_take.lua). What
+// the script cannot decide, the loop does (share.lua), so the caller waits
+// for one round trip at most. If a beat is in flight, leanNow does nothing:
+// that beat's goroutine sees a give-back asked for when it ends and pokes
+// the loop. In an outage the loop alone beats (a give-back pokes it). The
+// round trip is bounded by ctx (a release's, without its cancellation if
+// it is done already, as the default mode's release) and the operation
+// timeout.
+func (l *leased) leanNow(ctx context.Context, take bool) bool {
 	if !l.s.b.brk.down().IsZero() {
-		l.poke()
-		return
+		if !take {
+			l.poke()
+		}
+		return false
 	}
 	select {
 	case l.slot <- struct{}{}:
 	default:
-		return
+		return false
 	}
 	l.mu.Lock()
-	run := l.giveReq && l.running && !l.closed
+	run := l.running && !l.closed
+	if take {
+		run = run && ctx.Err() == nil && !l.contended && !l.giveReq
+	} else {
+		run = run && l.giveReq
+	}
 	l.mu.Unlock()
 	if run {
 		if ctx.Err() != nil {
 			ctx = context.WithoutCancel(ctx)
 		}
-		if l.beat(ctx, true) < l.s.b.cfg.leaseTTL/3 {
+		next := l.beat(ctx, true)
+		l.mu.Lock()
+		if next < l.s.b.cfg.leaseTTL/3 {
 			// The shares are to move faster than the loop beats (hot),
 			// or share.lua is to decide: the loop's next beat does.
-			l.mu.Lock()
 			l.beatWanted = true
-			l.mu.Unlock()
 		}
+		if next > 0 {
+			l.due = time.Now().Add(next)
+		}
+		l.mu.Unlock()
 	}
 	l.unclaim()
+	return run
 }

@@ -12,24 +12,36 @@ import (
 )
 
 // The leased mode's scripts, after the constants that every script shares
-// (lua/const.lua) and the fleet's queue (lua/share_queue.lua): share.lua
-// takes every decision about shares; share_give.lua takes one, a
-// give-back, reading only the entries it changes, and leaves to share.lua
-// what it cannot decide so.
+// (lua/const.lua), the fleet's queue (lua/share_queue.lua) and the format
+// of an entry (lua/share_entry.lua): share.lua takes every decision about
+// shares; share_give.lua (a give-back) and share_take.lua (a take of free
+// capacity) each take one, reading only the entries they change, and leave
+// to share.lua what they cannot decide so.
 var (
 	//go:embed lua/share.lua
 	luaShare string
 	//go:embed lua/share_give.lua
 	luaShareGive string
+	//go:embed lua/share_take.lua
+	luaShareTake string
 	//go:embed lua/share_queue.lua
-	luaShareQueue   string
-	scriptShare     = newScript(luaConst + luaShareQueue + luaShare)
-	scriptShareGive = newScript(luaConst + luaShareQueue + luaShareGive)
+	luaShareQueue string
+	//go:embed lua/share_entry.lua
+	luaShareEntry   string
+	shareLib        = luaConst + luaShareQueue + luaShareEntry
+	scriptShare     = newScript(shareLib + luaShare)
+	scriptShareGive = newScript(shareLib + luaShareGive)
+	scriptShareTake = newScript(shareLib + luaShareTake)
 )
 
-// shareNew is share.lua's code for a process that had no entry (new,
-// expired or lost) and was given one anew, with a new epoch.
-const shareNew = 2
+// Codes of share.lua's reply besides 1 (ok): shareNew for a process that
+// had no entry (new, expired or lost) and was given one anew, with a new
+// epoch; shareLeft (share_give.lua) for an idle process whose give-back
+// deleted its entry.
+const (
+	shareNew  = 2
+	shareLeft = 3
+)
 
 // shareReply is the reply of share.lua.
 type shareReply struct {
@@ -50,6 +62,7 @@ func (l *leased) run(ctx context.Context, op string, newLimit int64) (shareReply
 // version of the share that the process has applied.
 type shareArgs struct {
 	demand, keep, inUse, waiting, need, newLimit, known int64
+	leave                                               bool // a give-back: leave if idle
 }
 
 // runWithin is run bounded by d (and the operation timeout) rather than by
@@ -65,13 +78,15 @@ func (l *leased) runWithin(ctx context.Context, d time.Duration, op string, a sh
 	return l.parseShareReply(v)
 }
 
-// runGive runs share_give.lua once, bounded by ctx, d and the operation
-// timeout, for a give-back of the share above a.keep by the entry of epoch;
-// a reply of code 0 means that it changed nothing and share.lua must
-// decide.
-func (l *leased) runGive(ctx context.Context, d time.Duration, a shareArgs, epoch int64) (shareReply, error) {
-	v, err := l.call(ctx, d, scriptShareGive, l.pid, a.demand, a.keep, a.inUse, a.waiting, a.need,
-		l.s.b.cfg.leaseTTL.Milliseconds(), a.known, epoch)
+// runLean runs sc, share_give.lua or share_take.lua, once, bounded by ctx,
+// d and the operation timeout: a give-back of the share above a.keep, or a
+// take of what the head waiter lacks, by the entry of epoch (0: none yet,
+// a take registers it). A reply of code 0 means that it changed nothing
+// and share.lua must decide.
+func (l *leased) runLean(ctx context.Context, d time.Duration, sc *redis.Script, a shareArgs, epoch int64) (shareReply, error) {
+	b := l.s.b
+	v, err := l.call(ctx, d, sc, l.pid, a.demand, a.keep, a.inUse, a.waiting, a.need,
+		b.cfg.leaseTTL.Milliseconds(), a.known, epoch, b.cfg.owner, l.s.notify, a.leave)
 	if err != nil {
 		return shareReply{}, err
 	}

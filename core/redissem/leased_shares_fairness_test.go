@@ -55,9 +55,11 @@ func shareScript(t *testing.T, c *redis.Client, pid, op string, demand, keep int
 	ok(t, err)
 	queue, err := os.ReadFile("lua/share_queue.lua")
 	ok(t, err)
+	entry, err := os.ReadFile("lua/share_entry.lua")
+	ok(t, err)
 	src, err := os.ReadFile("lua/share.lua")
 	ok(t, err)
-	v, err := redis.NewScript(string(con)+string(queue)+string(src)).Run(context.Background(), c, []string{"x{s}:ls"},
+	v, err := redis.NewScript(string(con)+string(queue)+string(entry)+string(src)).Run(context.Background(), c, []string{"x{s}:ls"},
 		4, pid, op, demand, keep, 0, 10000, 0, 200, waiting, need).Int64Slice()
 	ok(t, err)
 	return v

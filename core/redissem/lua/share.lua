@@ -1,5 +1,6 @@
 -- Leased shares (NewLeased): every decision about the shares of one
--- semaphore. leased_script.go puts const.lua and share_queue.lua first; it
+-- semaphore. leased_script.go puts const.lua, share_queue.lua and
+-- share_entry.lua first; it
 -- does not use lib.lua nor the keys of the default mode. KEYS (under the
 -- semaphore's hash tag):
 --   1 S  hash: limit, epoch (last share epoch issued), pinned (SetLimit),
@@ -12,8 +13,9 @@
 --            reaches it, and 'o:' .. pid -> its owner (WithOwner), if any;
 --            the last two written with the entry and deleted with it;
 --            q, the pids of the starved entries in queue order (qat,
---            then pid), separated by spaces, and x, the key's expiry (ms;
---            absent while pinned), both for share_give.lua.
+--            then pid), separated by spaces, x, the key's expiry (ms;
+--            absent while pinned), and s, the kept sum of the shares
+--            (share_entry.lua), for share_give.lua and share_take.lua.
 -- ARGV: 1 configured limit, 2 pid, 3 op (beat | leave | stats | setlimit),
 --       4 demand (holders + waiters, in permits), 5 keep (the permits the
 --       process may still have in use until it reads the reply), 6 in use,
@@ -58,7 +60,7 @@ local mychan, known = ARGV[13] or '', tonumber(ARGV[14] or '')
 local function int(x) return string.format('%d', x) end
 
 local all = redis.call('HGETALL', S)
-local limit, epoch, pinned, V, qstr = nil, 0, false, 0, nil
+local limit, epoch, pinned, V, qstr, sstr = nil, 0, false, 0, nil, nil
 local procs, by, chans = {}, {}, {}
 local dead = {}
 for i = 1, #all, 2 do
@@ -68,6 +70,7 @@ for i = 1, #all, 2 do
   elseif f == 'v' then V = tonumber(v)
   elseif f == 'pinned' then pinned = true
   elseif f == 'q' then qstr = v
+  elseif f == 's' then sstr = v
   elseif string.sub(f, 1, 2) == 'c:' then chans[string.sub(f, 3)] = v
   elseif string.sub(f, 1, 2) == 'p:' then
     local n = {}
@@ -267,9 +270,10 @@ for _, e in ipairs(procs) do
   if e.exp > last then last = e.exp end
 end
 
-local inuse_all, waiting_all = 0, 0
+local inuse_all, waiting_all, sum_all = 0, 0, 0
 local writes = {}
 for _, e in ipairs(procs) do
+  sum_all = sum_all + e.share
   inuse_all = inuse_all + e.inuse
   waiting_all = waiting_all + e.waiting
   if e.dirty then
@@ -288,6 +292,11 @@ local qnew = table.concat(qpids, ' ')
 if qnew ~= qstr then
   writes[#writes + 1] = 'q'
   writes[#writes + 1] = qnew
+end
+local snew = SUM_ENC(V, sum_all)
+if snew ~= sstr then
+  writes[#writes + 1] = 's'
+  writes[#writes + 1] = snew
 end
 if not pinned then
   writes[#writes + 1] = 'x'

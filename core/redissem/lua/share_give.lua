@@ -10,42 +10,38 @@
 -- queued already or with callers while nobody is starved, a queue that
 -- disagrees with an entry), it changes nothing and replies {0}: the
 -- caller then runs share.lua.
--- leased_script.go puts const.lua and share_queue.lua first.
+-- leased_script.go puts const.lua, share_queue.lua and share_entry.lua first.
 -- KEYS: 1 S, share.lua's hash; its field 'q' lists the starved pids in
 -- queue order (qat, then pid), separated by spaces (share.lua rewrites it
--- whenever the queue changes), and 'x' is the key's expiry.
+-- whenever the queue changes), 'x' is the key's expiry, and 's' the kept
+-- sum of the shares (share_entry.lua), kept current if it was.
 -- ARGV: 1 pid, 2 demand, 3 keep, 4 in use, 5 the callers queued locally,
 --       6 need, 7 lease ms, 8 the version of its share that it has
---       applied, 9 the epoch of its entry.
+--       applied, 9 the epoch of its entry, 10 (ignored), 11 (ignored),
+--       12 '1' if the giver is idle (nothing in use nor asked for) and
+--       leaves: its entry is deleted once its share is given.
 -- Idempotent per pid: the giver's share becomes min(keep, share), an
 -- absolute value; a retried copy finds the units given already (and its
 -- version newer than the one applied) and replies {0}.
 -- Reply: share.lua's, with the fleet totals and soon 0, and hot 1 if the queue is
 -- empty after it and the giver still has a share or callers (the targets,
--- which it does not compute, apply again).
+-- which it does not compute, apply again); code 3 if the giver left.
 local S = KEYS[1]
 local pid = ARGV[1]
 local demand, keep, inuse = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local waiting, need, ttl = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local known, epoch = tonumber(ARGV[8]), tonumber(ARGV[9])
+local leave = ARGV[12] == '1' and inuse == 0 and waiting == 0 and need == 0
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 
-local ENTRY = '^(%d+):(%d+):(%d+):(%d+):(%d+):(%d+):(%d+):(%d+):(%d+):(%d+)$'
-local function entry(p, v)
-  if not v then return nil end
-  local a, b, c, d, e, f, g, h, i, j = string.match(v, ENTRY)
-  if not j or tonumber(f) <= now then return nil end
-  return {pid = p, share = tonumber(a), demand = tonumber(b), inuse = tonumber(c), waiting = tonumber(d),
-    need = tonumber(e), exp = tonumber(f), epoch = tonumber(g), qat = tonumber(h), ver = tonumber(i), told = tonumber(j)}
-end
-
-local got = redis.call('HMGET', S, 'p:' .. pid, 'v', 'q', 'limit', 'pinned', 'x')
-local me = entry(pid, got[1])
+local got = redis.call('HMGET', S, 'p:' .. pid, 'v', 'q', 'limit', 'pinned', 'x', 's')
+local me = ENTRY_READ(pid, got[1], now)
 if not me or me.epoch ~= epoch or me.ver > known or not got[2] or not got[3] or not got[4] then return {0} end
 if not got[5] and not got[6] then return {0} end -- the expiry set is not known
 local V, limit = tonumber(got[2]), tonumber(got[4])
+local sum = SUM_READ(got[7], V)
 local q = {}
 for p in string.gmatch(got[3], '%S+') do q[#q + 1] = p end
 if me.qat > 0 then return {0} end -- queued already: share.lua serves it in its turn
@@ -68,7 +64,7 @@ while left > 0 and k <= #q do
   local p = q[k]
   if p == pid then return {0} end
   local hv = redis.call('HMGET', S, 'p:' .. p, 'c:' .. p)
-  local e = entry(p, hv[1])
+  local e = ENTRY_READ(p, hv[1], now)
   if not e or e.qat == 0 or e.need <= e.share then return {0} end
   e.ch = hv[2]
   local g = math.min(left, e.need - e.share)
@@ -97,35 +93,38 @@ local function others(e)
   return 0
 end
 
-local function enc(e)
-  return string.format('%d:%d:%d:%d:%d:%d:%d:%d:%d:%d', e.share, e.demand, e.inuse, e.waiting, e.need, e.exp,
-    e.epoch, e.qat, e.ver, e.told)
-end
 V = V + 1
 me.ver = V
 me.told = others(me)
-local writes = {'p:' .. pid, enc(me)}
+local writes = {}
+if not leave then
+  writes = {'p:' .. pid, ENTRY_ENC(me)}
+end
 for _, e in ipairs(served) do
   e.told = others(e)
   writes[#writes + 1] = 'p:' .. e.pid
-  writes[#writes + 1] = enc(e)
+  writes[#writes + 1] = ENTRY_ENC(e)
 end
 writes[#writes + 1] = 'v'
 writes[#writes + 1] = string.format('%d', V)
 writes[#writes + 1] = 'q'
 writes[#writes + 1] = table.concat(rest, ' ')
--- Bounded memory, as share.lua: the key outlives the giver's lease by
--- GRACE (and every other lease: x only grows here).
-local expire = not got[5] and me.exp + GRACE > tonumber(got[6])
-if expire then
-  writes[#writes + 1] = 'x'
-  writes[#writes + 1] = string.format('%d', me.exp + GRACE)
+if sum then
+  -- what is left once the queue is served is free
+  writes[#writes + 1] = 's'
+  writes[#writes + 1] = SUM_ENC(V, sum - left)
 end
+-- Bounded memory, as share.lua: the key outlives the giver's lease.
+local expire = not leave and EXTEND(got[5], got[6], me.exp, writes)
 redis.call('HSET', S, unpack(writes))
+if leave then redis.call('HDEL', S, 'p:' .. pid, 'o:' .. pid, 'c:' .. pid) end
 for _, e in ipairs(served) do
   if e.ch then SHARE_PUBLISH(e.ch, string.format('%s:%d:%d', e.pid, e.share * 2 + e.told, e.ver)) end
 end
-if expire then redis.call('PEXPIREAT', S, me.exp + GRACE) end
+if expire then redis.call('PEXPIREAT', S, expire) end
+if leave then
+  return {3, 0, limit, 0, me.epoch, 0, now_us, 0, 0, 0, 0, V, 0, 0}
+end
 -- With the queue empty the shares follow the targets again, which this
 -- script does not compute: hot asks a giver that still has a share or
 -- callers to beat (share.lua) soon.

@@ -1,0 +1,64 @@
+package redissem
+
+import (
+	"context"
+	"time"
+)
+
+// An idle process (no caller, nothing held) gives its share back once it
+// has gone unused for shareIdle, and leaves: by that give-back when it
+// held a share, else after TTL/3 without demand. Its loop then stops.
+
+// stopIfLeft ends the loop, freeing the slot that it holds, if the
+// process is idle and has no entry in Redis (it left by its give-back, or
+// never registered): there is nothing to renew, and the next demand starts
+// a loop anew (begin).
+func (l *leased) stopIfLeft() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.st.registered || l.closed || l.down || l.demand > 0 || len(l.held) > 0 || l.share > 0 {
+		return false
+	}
+	l.unroute() // before begin can route a new loop
+	l.running = false
+	<-l.slot
+	return true
+}
+
+// unusedFor reports, when the share has been unused since a release, how
+// much longer to wait before giving it back (> 0: it became unused again
+// since the last look, so between shareIdle and twice that in all), or
+// that the time has come (0: a give-back is asked for); < 0 if it is in
+// use again.
+func (l *leased) unusedFor() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.demand > 0 || len(l.held) > 0 || l.share == 0 || l.giveReq || l.closed {
+		l.unusedArmed = false
+		return -1
+	}
+	if l.freeSeq != l.freeSeen {
+		l.freeSeen = l.freeSeq // used since the last look: look again later
+		return shareIdle
+	}
+	l.unusedArmed = false
+	l.giveReq = true
+	l.applyLocked()
+	return 0
+}
+
+// leave gives the (empty) share's entry back and stops the loop, unless
+// demand came meanwhile; it reports whether the loop stopped.
+func (l *leased) leave() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), l.s.b.cfg.fault.opTimeout)
+	_, err := l.run(ctx, "leave", 0)
+	cancel()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err != nil || l.demand > 0 || len(l.held) > 0 {
+		return false
+	}
+	l.unroute() // before begin can route a new loop (l.mu held)
+	l.running = false
+	return true
+}
