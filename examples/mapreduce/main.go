@@ -246,7 +246,7 @@ func runWorkers(ctx context.Context, o options, col *collector, stdout, stderr i
 			return err
 		}
 		go func() {
-			rerr := col.read(out)
+			rerr := col.read(i, out)
 			if rerr != nil {
 				cmd.Process.Kill() // it may be blocked writing reports nobody reads
 			}

@@ -29,13 +29,14 @@ type collector struct {
 	permitWait time.Duration
 	permits    int64
 	poolWait   time.Duration
-	limits     []limitStep // -adaptive: the limit set, by the worker that set it
+	limits     []limitStep       // -adaptive: the limit set, by the worker that set it
+	perWorker  map[int]*progress // when each worker's first query started, and its pages were done
 }
 
-// read consumes one worker's reports until EOF. A line that is not a
+// read consumes the reports of worker i until EOF. A line that is not a
 // valid report, or a stream that ends without the worker's done report,
 // is an error: the figures would be wrong.
-func (c *collector) read(r io.Reader) error {
+func (c *collector) read(i int, r io.Reader) error {
 	sc := bufio.NewScanner(r)
 	done := false
 	for n := 1; sc.Scan(); n++ {
@@ -50,7 +51,7 @@ func (c *collector) read(r io.Reader) error {
 			err = errors.New("a report after the done report")
 		}
 		if err == nil {
-			done, err = rep.Kind == kindDone, c.add(rep)
+			done, err = rep.Kind == kindDone, c.add(i, rep)
 		}
 		if err != nil {
 			return fmt.Errorf("worker report line %d %q: %w", n, sc.Text(), err)
@@ -65,8 +66,8 @@ func (c *collector) read(r io.Reader) error {
 	return nil
 }
 
-// add counts one report.
-func (c *collector) add(rep report) error {
+// add counts one report of worker i.
+func (c *collector) add(i int, rep report) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch rep.Kind {
@@ -75,6 +76,9 @@ func (c *collector) add(rep report) error {
 			return fmt.Errorf("%s report without its instant", rep.Kind)
 		}
 		if rep.Kind == kindStart {
+			if w := c.worker(i); w.first == 0 {
+				w.first = rep.At
+			}
 			c.events = append(c.events, event{rep.At, +1})
 			c.inFlight++
 		} else {
@@ -82,6 +86,10 @@ func (c *collector) add(rep report) error {
 			c.inFlight--
 		}
 	case kindPage:
+		if rep.At > 0 {
+			w := c.worker(i)
+			w.pages = append(w.pages, rep.At)
+		}
 		c.pages++
 		c.rows += rep.Rows
 		c.sum += rep.Sum
@@ -95,6 +103,19 @@ func (c *collector) add(rep report) error {
 		return fmt.Errorf("unknown report kind %q", rep.Kind)
 	}
 	return nil
+}
+
+// worker returns worker i's progress; c.mu is held.
+func (c *collector) worker(i int) *progress {
+	if c.perWorker == nil {
+		c.perWorker = make(map[int]*progress)
+	}
+	w := c.perWorker[i]
+	if w == nil {
+		w = &progress{}
+		c.perWorker[i] = w
+	}
+	return w
 }
 
 func (c *collector) progress() (pages, rows int64, inFlight int) {
@@ -119,6 +140,8 @@ type summary struct {
 	SlotUse              float64       // busy query time / (K × time from first start to last end)
 	PermitWait, PoolWait time.Duration
 	Permits              int64
+	PageShare            float64  // the slowest worker's rate of pages over the mean (pageShare)
+	PageShareOK          bool     // PageShare is measured: two workers or more read pages
 	Compared             *summary // the -compare run with -mode setmaxopen, if any
 	events               []event
 	limits               []limitStep
@@ -145,6 +168,7 @@ func (c *collector) summarize(s *summary) {
 	s.PermitWait, s.Permits, s.PoolWait = c.permitWait, c.permits, c.poolWait
 	s.events = timeline(c.events)
 	s.limits = c.limits
+	s.PageShare, s.PageShareOK = pageShare(c.perWorker)
 	var cur int
 	var busy int64 // sum over queries of their duration
 	for _, e := range s.events {
@@ -193,6 +217,9 @@ func (s *summary) print(w io.Writer) {
 			s.PermitWait.Round(time.Millisecond), mean(s.PermitWait, s.Permits).Round(time.Microsecond), s.Permits)
 	}
 	fmt.Fprintf(&b, "  pool wait      %v total (database/sql waiting for a connection)\n", s.PoolWait.Round(time.Millisecond))
+	if s.PageShareOK {
+		fmt.Fprintf(&b, "  page share     %.2f of the mean pace for the slowest worker, until one finished (1 is even)\n", s.PageShare)
+	}
 	io.WriteString(w, b.String())
 	printLimitPath(w, s)
 }

@@ -19,7 +19,7 @@ func TestReportsRoundTrip(t *testing.T) {
 		t.Errorf("first line %q", strings.SplitAfter(buf.String(), "\n")[0])
 	}
 	var c collector
-	if err := c.read(&buf); err != nil {
+	if err := c.read(0, &buf); err != nil {
 		t.Fatal(err)
 	}
 	if c.pages != 1 || c.rows != 500 || c.sum != 12345 || c.permitWait != 3*time.Millisecond ||
@@ -49,7 +49,7 @@ func TestReportsFailLoudly(t *testing.T) {
 		{"", "without its done report"},
 	} {
 		var c collector
-		err := c.read(strings.NewReader(tc.in))
+		err := c.read(0, strings.NewReader(tc.in))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("read(%q) = %v, want an error containing %q", tc.in, err, tc.want)
 		}

@@ -260,6 +260,6 @@ func processPage(ctx context.Context, db *sql.DB, cfg workerConfig, page int64, 
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("page %d: %w", page, err)
 	}
-	out.send(report{Kind: kindPage, Rows: n, Sum: sum})
+	out.send(report{Kind: kindPage, At: time.Now().UnixNano(), Rows: n, Sum: sum})
 	return nil
 }

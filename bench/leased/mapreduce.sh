@@ -1,0 +1,85 @@
+#!/bin/bash
+# The MapReduce job of examples/mapreduce on a real PostgreSQL, K = 4,
+# `-slow 0`, pages split evenly (`-skew 0`), with 4 and with 16 subtask
+# processes of 4 goroutines each: the leased-shares mode, the default mode,
+# `-mode none` (no limit), and the ceiling of any limit of K: 4 processes
+# with SetMaxOpenConns(1) each (`-mode setmaxopen -workers 4`: exactly K
+# queries at once and no coordination at all). Each round runs every job
+# once, the order rotating by round, on a Redis and a PostgreSQL that you
+# start (DSN, REDIS). During each job a psql sampler counts the page queries
+# that PostgreSQL shows active (pg_stat_activity, every 5 ms), started
+# 0.5 s before the job and stopped at its end. Output: one line per job
+# (jobs.txt, with the load average before and after) and a summary.
+#   DSN='postgres://postgres@127.0.0.1:7660/postgres?sslmode=disable' \
+#   REDIS=redis://127.0.0.1:7401 PGPORT=7660 ROUNDS=3 bench/leased/mapreduce.sh
+set -eu
+cd "$(dirname "$0")/../.." # the repository
+: "${DSN:?set DSN to a PostgreSQL URL}" "${REDIS:?set REDIS to a Redis URL}" "${PGPORT:?set PGPORT}"
+ROUNDS=${ROUNDS:-3}
+ROWS=${ROWS:-5000000}
+OUT=${OUT:-$(mktemp -d /tmp/distsem-mapreduce.XXXXXX)}
+mkdir -p "$OUT"
+if [ -s "$OUT/jobs.txt" ]; then
+  echo "$OUT/jobs.txt exists: use a fresh OUT" >&2
+  exit 1
+fi
+go build -o "$OUT/mr" ./examples/mapreduce
+{ echo "commit: $(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ' (with uncommitted changes)')"
+  uname -srm; grep -m1 'model name' /proc/cpuinfo; nproc; go version; } > "$OUT/machine.txt"
+SAMPLE="SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND backend_type = 'client backend'
+  AND pid <> pg_backend_pid() AND query LIKE '%pg_sleep(\$3%'"
+job() { # label procs args...
+  local label=$1 procs=$2
+  shift 2
+  local before
+  before=$(cut -d' ' -f1-3 /proc/loadavg)
+  printf '%s \\watch 0.005\n' "$SAMPLE" | psql -X -At -h 127.0.0.1 -p "$PGPORT" -U postgres > "$OUT/sample.txt" 2>/dev/null &
+  local sampler=$!
+  sleep 0.5
+  "$OUT/mr" -driver pgx -dsn "$DSN" -redis "$REDIS" -name "mr-$label-$procs-$rep" -slow 0 -limit 4 -concurrency 4 \
+    -skew 0 -rows "$ROWS" -compare=false -progress 0 -workers "$procs" "$@" > "$OUT/job.txt" 2>&1
+  kill "$sampler"
+  wait "$sampler" 2>/dev/null || true
+  local rps share inflight active
+  rps=$(awk '/throughput/ {print $2}' "$OUT/job.txt")
+  share=$(awk '/page share/ {print $3}' "$OUT/job.txt")
+  inflight=$(awk '/max in flight/ {print $4}' "$OUT/job.txt")
+  active=$(sort -n "$OUT/sample.txt" | tail -1)
+  echo "round=$rep procs=$procs mode=$label rows/s=$rps page_share=${share:--} max_in_flight=$inflight pg_active_max=${active:-?} samples=$(wc -l < "$OUT/sample.txt") load=[$before] -> [$(cut -d' ' -f1-3 /proc/loadavg)]" | tee -a "$OUT/jobs.txt"
+  cat "$OUT/job.txt" >> "$OUT/jobs.log"
+}
+for rep in $(seq "$ROUNDS"); do
+  for procs in 4 16; do
+    case $((rep % 4)) in
+      1) order="leased default none ceiling" ;;
+      2) order="default none ceiling leased" ;;
+      3) order="none ceiling leased default" ;;
+      0) order="ceiling leased default none" ;;
+    esac
+    for m in $order; do
+      case $m in
+        leased) job leased "$procs" -leased ;;
+        default) job default "$procs" ;;
+        none) job none "$procs" -mode none ;;
+        ceiling) if [ "$procs" = 4 ]; then job ceiling 4 -mode setmaxopen; fi ;;
+      esac
+    done
+  done
+done
+# Summary: per number of processes and mode, rows/s over none's of the same round.
+awk '{
+  for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+  key = f["procs"] " " f["mode"]; r = f["round"]
+  rps[f["procs"] " " f["mode"] " " r] = f["rows/s"]
+  if (!(key in seen)) { seen[key] = 1; keys[++n] = key }
+  rounds[r] = 1
+  share[key] = share[key] " " f["page_share"]; act[key] = act[key] " " f["pg_active_max"]
+} END {
+  print "procs mode: rows/s over none'"'"'s per round | page share per round | pg_stat_activity max per round"
+  for (k = 1; k <= n; k++) {
+    split(keys[k], p, " "); line = keys[k] ":"
+    for (r in rounds) { b = rps[p[1] " none " r]; line = line sprintf(" %.2f", (b > 0 ? rps[keys[k] " " r] / b : 0)) }
+    print line " |" share[keys[k]] " |" act[keys[k]]
+  }
+}' "$OUT/jobs.txt" | tee "$OUT/summary.txt"
+echo "output in $OUT"
