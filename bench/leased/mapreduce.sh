@@ -72,13 +72,13 @@ awk '{
   key = f["procs"] " " f["mode"]; r = f["round"]
   rps[f["procs"] " " f["mode"] " " r] = f["rows/s"]
   if (!(key in seen)) { seen[key] = 1; keys[++n] = key }
-  rounds[r] = 1
+  if (r > nr) nr = r
   share[key] = share[key] " " f["page_share"]; act[key] = act[key] " " f["pg_active_max"]
 } END {
   print "procs mode: rows/s over none'"'"'s per round | page share per round | pg_stat_activity max per round"
   for (k = 1; k <= n; k++) {
     split(keys[k], p, " "); line = keys[k] ":"
-    for (r in rounds) { b = rps[p[1] " none " r]; line = line sprintf(" %.2f", (b > 0 ? rps[keys[k] " " r] / b : 0)) }
+    for (r = 1; r <= nr; r++) { b = rps[p[1] " none " r]; line = line sprintf(" %.2f", (b > 0 ? rps[keys[k] " " r] / b : 0)) }
     print line " |" share[keys[k]] " |" act[keys[k]]
   }
 }' "$OUT/jobs.txt" | tee "$OUT/summary.txt"

@@ -53,9 +53,11 @@ func newLeasedSem(s *Semaphore) *Leased { return &Leased{s: s, l: newLeased(s)} 
 // closed or the backend fails (then the failure policy decides). With a
 // permit free in the share and nobody queued in this process it makes no
 // round trip; otherwise it queues in this process, and if the whole share
-// cannot serve it the process queues in Redis at once and is handed units
-// as other processes free them, in arrival order. Every permit has the share's lease, so a
-// per-call core.WithLeaseTTL is an ErrInvalidArgument error.
+// cannot serve it the process takes what it lacks from free capacity (one
+// script, run by this call) or, with none free, queues in Redis at once
+// and is handed units as other processes free them, in arrival order.
+// Every permit has the share's lease, so a per-call core.WithLeaseTTL is
+// an ErrInvalidArgument error.
 func (s *Leased) Acquire(ctx context.Context, opts ...core.AcquireOption) (*core.Permit, error) {
 	return s.l.acquire(ctx, false, opts)
 }
