@@ -232,9 +232,9 @@ func (l *leased) begin(weight int64) error {
 	l.demand += weight
 	l.peak = max(l.peak, l.demand)
 	if !l.running {
-		// The caller's take (leanNow) registers the process; the loop
-		// beats if poked, or if that beat did not come.
-		l.due = time.Now().Add(shareMinGap)
+		// The caller's take (leanNow) registers the process, or the
+		// caller pokes the loop; the loop's first beat is a safety net.
+		l.due = time.Now().Add(shareRebalance)
 		l.route()
 		if !l.s.b.goBackground(l.loop) {
 			l.unroute()

@@ -21,6 +21,7 @@ func (l *leased) stopIfLeft() bool {
 	}
 	l.unroute() // before begin can route a new loop
 	l.running = false
+	l.reported, l.reportedNeed = 0, 0 // the next demand is news
 	<-l.slot
 	return true
 }
@@ -60,5 +61,6 @@ func (l *leased) leave() bool {
 	}
 	l.unroute() // before begin can route a new loop (l.mu held)
 	l.running = false
+	l.reported, l.reportedNeed = 0, 0 // the next demand is news
 	return true
 }

@@ -35,7 +35,10 @@ const (
 func (l *leased) loop() {
 	b := l.s.b
 	ttl := b.cfg.leaseTTL
-	timer := time.NewTimer(0)
+	l.mu.Lock()
+	first := time.Until(l.due) // begin set it: the caller's take registers
+	l.mu.Unlock()
+	timer := time.NewTimer(max(first, 0))
 	defer timer.Stop()
 	unusedT := time.NewTimer(time.Hour)
 	unusedT.Stop()
