@@ -201,6 +201,58 @@ func TestControllerSettlesWhenTheResourceSlowsDown(t *testing.T) {
 	}
 }
 
+// When the latency doubles at once (another load on the database), the
+// first decision after the change cuts the limit by a third or more: the
+// window is not averaged with the ones before (which would halve the
+// jump), and the cut is not held to one step (WithMaxStep). Averaged and
+// held to a step, the limit came down by a quarter at first and reached
+// the same level only a decision later, while every query waited behind
+// the queue of before.
+func TestControllerCutsAtOnceWhenTheLatencyJumps(t *testing.T) {
+	fast := resource{service: 10 * time.Millisecond, cores: 2}
+	slow := resource{service: 20 * time.Millisecond, cores: 2}
+	got := simulate(t, testParams(t), 1, 60, func(n int) resource {
+		if n >= 40 {
+			return slow
+		}
+		return fast
+	})
+	before, first := got[41], got[42] // window 40's decision is in force from window 42
+	if before < 5 {
+		t.Fatalf("limit %d before the change, want >= 5: %v", before, got)
+	}
+	if float64(first) > float64(before)*2/3 {
+		t.Fatalf("limit %d after the first decision on the slower resource, want at most 2/3 of %d: %v", first, before, got[36:])
+	}
+	if m := slices.Min(got[42:]); m < first-1 {
+		t.Fatalf("limit fell to %d after the cut to %d, want no second fall of more than 1: %v", m, first, got[36:])
+	}
+}
+
+// The larger cut is for jumps only: a window whose latency alone asks for
+// less than one step below the limit is averaged with the windows before,
+// as any noisy window.
+func TestControllerAveragesANoisyWindow(t *testing.T) {
+	p := testParams(t, WithSlowStart(0), WithBaseline(10*time.Millisecond))
+	st := p.start(10)
+	// At 10, the equilibrium latency ratio is 1.5 / (1 - 1/√10) = 2.19.
+	st, r := p.next(st, 1, 2, Window{Samples: 1000, Latency: 1000 * 22 * time.Millisecond})
+	if r != ReasonHold {
+		t.Fatalf("at the equilibrium: %v, want hold", r)
+	}
+	// 3.0 × the baseline alone asks for 7.7 (less than the band, more
+	// than a step down); averaged with 2.2 ×, 9.
+	st, r = p.next(st, 2, 3, Window{Samples: 1000, Latency: 1000 * 30 * time.Millisecond})
+	if r != ReasonHold || st.Applied != 10 {
+		t.Fatalf("one window 36 %% slower: %v, limit %d; want hold, 10", r, st.Applied)
+	}
+	// 4 × the baseline alone asks for 6.4: a jump, not averaged.
+	st, r = p.next(st, 3, 4, Window{Samples: 1000, Latency: 1000 * 40 * time.Millisecond})
+	if r != ReasonLatency || st.Applied != 6 {
+		t.Fatalf("one window at 4 × the baseline: %v, limit %d; want latency, 6", r, st.Applied)
+	}
+}
+
 // Another load that shares the resource fairly per query (16 unthrottled
 // callers on 2 cores) makes the latency depend little on this fleet's
 // concurrency. After the first decrease shows that, the limit holds: it
@@ -259,14 +311,36 @@ func TestControllerKeepsBoundsAndStep(t *testing.T) {
 	p := testParams(t, WithSlowStart(0), WithBounds(5, 10))
 	st := p.start(8)
 	st, _ = p.next(st, 1, 3, Window{Samples: 100, Latency: 100 * 10 * time.Millisecond})
-	// 10× the baseline: at most one step (25 %) down, and not below 5.
-	for i, want := range []int64{6, 5, 5} {
+	// 10× the baseline: at most half (WithMaxDecrease) down, and not
+	// below 5.
+	for i, want := range []int64{5, 5} {
 		n := int64(3 + 2*i)
 		var r Reason
 		st, r = p.next(st, n, n+2, Window{Samples: 100, Latency: 100 * 100 * time.Millisecond})
 		if st.Applied != want || r != ReasonLatency {
 			t.Fatalf("step %d: limit %d (%v), want %d (latency)", i, st.Applied, r, want)
 		}
+	}
+	// Without bounds: half per decision while the gradient asks for less
+	// than one step down.
+	p = testParams(t, WithSlowStart(0))
+	st = p.start(16)
+	st, _ = p.next(st, 1, 3, Window{Samples: 100, Latency: 100 * 10 * time.Millisecond})
+	for i, want := range []int64{8, 4, 2} {
+		n := int64(3 + 2*i)
+		st, _ = p.next(st, n, n+2, Window{Samples: 100, Latency: 100 * 100 * time.Millisecond})
+		if st.Applied != want {
+			t.Fatalf("decision %d at 10× the baseline: limit %d, want %d", i, st.Applied, want)
+		}
+	}
+	// A latency that alone asks for a little less than one step down
+	// (the limit of 10 asks for 7.2 at 3.3 × the baseline) is no jump
+	// when WithMaxDecrease is the step: one step, to 7.5.
+	p = testParams(t, WithSlowStart(0), WithBaseline(10*time.Millisecond), WithMaxDecrease(0.25))
+	st = p.start(10)
+	st, r := p.next(st, 1, 3, Window{Samples: 1000, Latency: 1000 * 33 * time.Millisecond})
+	if r != ReasonLatency || st.Applied != 8 || st.Limit != 7.5 {
+		t.Fatalf("at 3.3 × the baseline, max decrease 0.25: %v, limit %d (%.2f); want latency, 8 (7.50)", r, st.Applied, st.Limit)
 	}
 }
 
