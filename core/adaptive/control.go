@@ -264,22 +264,25 @@ func (p *params) equilibrium(c float64) float64 {
 }
 
 // jumped reports whether a window's latency lat, alone, makes the
-// gradient ask for more than one step (WithMaxStep) below the limit: the
-// latency jumped (another load came, the resource slowed down), not
-// wandered. Such a window is not averaged with the ones before, which
-// would halve the jump, and the limit may fall by up to WithMaxDecrease
-// at once, as Gradient2's gradient (at least 0.5) and Envoy's allow: a
-// limit that is too high for the next windows costs every caller its
-// latency, one that is too low is raised again by the next decisions.
+// gradient ask for more than one step (WithMaxStep) less than the latency
+// measured before it did: the latency jumped (another load came, the
+// resource slowed down), not wandered. Such a window is not averaged with
+// the ones before, which would halve the jump, and the limit may fall by
+// up to WithMaxDecrease at once, as Gradient2's gradient (at least 0.5)
+// and Envoy's allow: a limit that is too high for the next windows costs
+// every caller its latency, one that is too low is raised again by the
+// next decisions. The jump is measured from the latency before, not from
+// the limit, so that a limit held near the lower edge of the hysteresis
+// band is not cut at once by a window a little slower than the others.
 func (p *params) jumped(st State, lat, conc float64) bool {
-	if st.Baseline == 0 || st.SlowStart || lat <= st.Baseline {
+	if st.Baseline == 0 || st.SlowStart || st.Latency == 0 || lat <= st.Latency {
 		return false
 	}
 	from := st.Limit
 	if p.monitor {
 		from = conc
 	}
-	return p.gradient(from, lat/st.Baseline) < st.Limit*(1-p.maxStep)
+	return p.gradient(from, lat/st.Baseline) < p.gradient(from, st.Latency/st.Baseline)*(1-p.maxStep)
 }
 
 // step bounds the move from the controller's limit to want by

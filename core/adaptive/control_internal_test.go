@@ -253,6 +253,29 @@ func TestControllerAveragesANoisyWindow(t *testing.T) {
 	}
 }
 
+// A jump is measured from the latency before, not from the limit: a
+// limit held near the lower edge of the hysteresis band (5, at 3.5 × the
+// baseline, where the gradient asks for 4.2) meets a window 37 % slower
+// than the ones before. The window alone asks for 3.4, more than a step
+// below the limit, but less than a step below what the latency before
+// asked for: it is averaged, and the limit falls by one step, to 4 (cut
+// as a jump, to 3).
+func TestControllerStepsWhenAHeldLimitMeetsASlowerWindow(t *testing.T) {
+	p := testParams(t, WithSlowStart(0), WithBaseline(17600*time.Microsecond))
+	st := p.start(5)
+	var r Reason
+	for n := int64(1); n <= 3; n++ {
+		st, r = p.next(st, n, n+1, Window{Samples: 400, Latency: 400 * 62 * time.Millisecond})
+		if r != ReasonHold || st.Applied != 5 {
+			t.Fatalf("window %d at 62ms: %v, limit %d; want hold, 5", n, r, st.Applied)
+		}
+	}
+	st, r = p.next(st, 4, 5, Window{Samples: 300, Latency: 300 * 85 * time.Millisecond})
+	if r != ReasonLatency || st.Applied != 4 {
+		t.Fatalf("a window at 85ms after 62ms: %v, limit %d; want latency, 4", r, st.Applied)
+	}
+}
+
 // Another load that shares the resource fairly per query (16 unthrottled
 // callers on 2 cores) makes the latency depend little on this fleet's
 // concurrency. After the first decrease shows that, the limit holds: it
@@ -321,12 +344,12 @@ func TestControllerKeepsBoundsAndStep(t *testing.T) {
 			t.Fatalf("step %d: limit %d (%v), want %d (latency)", i, st.Applied, r, want)
 		}
 	}
-	// Without bounds: half per decision while the gradient asks for less
-	// than one step down.
+	// Without bounds: half at the jump from the baseline, then one step
+	// per decision while the latency stays where it jumped to.
 	p = testParams(t, WithSlowStart(0))
 	st = p.start(16)
 	st, _ = p.next(st, 1, 3, Window{Samples: 100, Latency: 100 * 10 * time.Millisecond})
-	for i, want := range []int64{8, 4, 2} {
+	for i, want := range []int64{8, 6} {
 		n := int64(3 + 2*i)
 		st, _ = p.next(st, n, n+2, Window{Samples: 100, Latency: 100 * 100 * time.Millisecond})
 		if st.Applied != want {

@@ -98,10 +98,11 @@ func WithMaxStep(f float64) Option { return func(c *config) { c.maxStep = f } }
 // WithMaxDecrease sets the largest relative decrease of the limit per
 // window when the latency jumps: when a window's latency alone, not
 // averaged with the windows before, makes the gradient ask for more than
-// one step (WithMaxStep) below the limit, the controller takes that
-// window's latency as it is and lowers the limit by up to this fraction
-// at once (0.5: to half), so a resource that suddenly slows down (another
-// load, a failover) sheds its queue within a decision or two. The
+// one step (WithMaxStep) less than the latency measured before did, the
+// controller takes that window's latency as it is and lowers the limit
+// by up to this fraction at once (0.5: to half), so a resource that
+// suddenly slows down (another load, a failover) sheds its queue within
+// a decision or two. The
 // default is 0.5. It must be in (0, 1); below WithMaxStep, it is raised
 // to it.
 func WithMaxDecrease(f float64) Option { return func(c *config) { c.maxDecrease = f } }
