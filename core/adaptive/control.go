@@ -114,6 +114,7 @@ type params struct {
 	tolerance    float64 // the limit aimed at over the parallelism in use, before the queue
 	band         float64 // hysteresis: the relative half-width of the band around the limit
 	maxStep      float64 // the largest relative change per window outside the slow start
+	maxDecrease  float64 // the largest relative decrease per window when the latency jumps
 	backoff      float64 // the factor of a decrease on errors or timeouts
 	errorRate    float64 // failure fraction above which backoff applies
 	minSamples   int64
@@ -159,7 +160,8 @@ func (p *params) next(st State, n, now int64, w Window) (State, Reason) {
 	lat := w.Latency.Seconds() / float64(w.Samples)
 	conc := w.Latency.Seconds() / p.window
 	prevLat, prevConc := st.Latency, st.Concurrency
-	if st.MeasuredAt >= st.ChangedAt && st.MeasuredAt > 0 {
+	jump := p.jumped(st, lat, conc)
+	if st.MeasuredAt >= st.ChangedAt && st.MeasuredAt > 0 && !jump {
 		// The last window used ran under the same limit: average with it,
 		// so that a noisy window alone moves nothing.
 		lat, conc = (lat+prevLat)/2, (conc+prevConc)/2
@@ -216,6 +218,9 @@ func (p *params) next(st State, n, now int64, w Window) (State, Reason) {
 			st.Baseline = math.Max(st.Baseline, lat/p.equilibrium(st.Limit))
 			return st, ReasonBaseline
 		}
+		if jump {
+			return p.apply(st, now, math.Max(want, st.Limit*(1-p.maxDecrease))), ReasonLatency
+		}
 		return p.apply(st, now, p.step(st, want)), ReasonLatency
 	case want > st.Limit*(1+p.band):
 		if conc < float64(st.Applied)/2 {
@@ -256,6 +261,28 @@ func (p *params) equilibrium(c float64) float64 {
 		return math.Inf(1)
 	}
 	return p.tolerance / (1 - 1/math.Sqrt(c))
+}
+
+// jumped reports whether a window's latency lat, alone, makes the
+// gradient ask for more than one step (WithMaxStep) less than the latency
+// measured before it did: the latency jumped (another load came, the
+// resource slowed down), not wandered. Such a window is not averaged with
+// the ones before, which would halve the jump, and the limit may fall by
+// up to WithMaxDecrease at once, as Gradient2's gradient (at least 0.5)
+// and Envoy's allow: a limit that is too high for the next windows costs
+// every caller its latency, one that is too low is raised again by the
+// next decisions. The jump is measured from the latency before, not from
+// the limit, so that a limit held near the lower edge of the hysteresis
+// band is not cut at once by a window a little slower than the others.
+func (p *params) jumped(st State, lat, conc float64) bool {
+	if st.Baseline == 0 || st.SlowStart || st.Latency == 0 || lat <= st.Latency {
+		return false
+	}
+	from := st.Limit
+	if p.monitor {
+		from = conc
+	}
+	return p.gradient(from, lat/st.Baseline) < p.gradient(from, st.Latency/st.Baseline)*(1-p.maxStep)
 }
 
 // step bounds the move from the controller's limit to want by

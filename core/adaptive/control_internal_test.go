@@ -259,14 +259,36 @@ func TestControllerKeepsBoundsAndStep(t *testing.T) {
 	p := testParams(t, WithSlowStart(0), WithBounds(5, 10))
 	st := p.start(8)
 	st, _ = p.next(st, 1, 3, Window{Samples: 100, Latency: 100 * 10 * time.Millisecond})
-	// 10× the baseline: at most one step (25 %) down, and not below 5.
-	for i, want := range []int64{6, 5, 5} {
+	// 10× the baseline: at most half (WithMaxDecrease) down, and not
+	// below 5.
+	for i, want := range []int64{5, 5} {
 		n := int64(3 + 2*i)
 		var r Reason
 		st, r = p.next(st, n, n+2, Window{Samples: 100, Latency: 100 * 100 * time.Millisecond})
 		if st.Applied != want || r != ReasonLatency {
 			t.Fatalf("step %d: limit %d (%v), want %d (latency)", i, st.Applied, r, want)
 		}
+	}
+	// Without bounds: half at the jump from the baseline, then one step
+	// per decision while the latency stays where it jumped to.
+	p = testParams(t, WithSlowStart(0))
+	st = p.start(16)
+	st, _ = p.next(st, 1, 3, Window{Samples: 100, Latency: 100 * 10 * time.Millisecond})
+	for i, want := range []int64{8, 6} {
+		n := int64(3 + 2*i)
+		st, _ = p.next(st, n, n+2, Window{Samples: 100, Latency: 100 * 100 * time.Millisecond})
+		if st.Applied != want {
+			t.Fatalf("decision %d at 10× the baseline: limit %d, want %d", i, st.Applied, want)
+		}
+	}
+	// A latency that alone asks for a little less than one step down
+	// (the limit of 10 asks for 7.2 at 3.3 × the baseline) is no jump
+	// when WithMaxDecrease is the step: one step, to 7.5.
+	p = testParams(t, WithSlowStart(0), WithBaseline(10*time.Millisecond), WithMaxDecrease(0.25))
+	st = p.start(10)
+	st, r := p.next(st, 1, 3, Window{Samples: 1000, Latency: 1000 * 33 * time.Millisecond})
+	if r != ReasonLatency || st.Applied != 8 || st.Limit != 7.5 {
+		t.Fatalf("at 3.3 × the baseline, max decrease 0.25: %v, limit %d (%.2f); want latency, 8 (7.50)", r, st.Applied, st.Limit)
 	}
 }
 

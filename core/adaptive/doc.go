@@ -93,6 +93,13 @@
 //     within that band it holds. The latency compared is the window's
 //     averaged with the windows before it under the same limit (each
 //     older one half as much), so one noisy window alone moves nothing.
+//     A jump is the exception: when the window's latency alone makes the
+//     gradient ask for more than one step less than the latency measured
+//     before did (another load came, the resource slowed down), that
+//     window is taken alone and the limit falls by up to WithMaxDecrease
+//     (50 %) at once, as Gradient2's and Envoy's gradients allow; a queue
+//     kept for the load of before would cost every caller its latency
+//     until the next decisions.
 //     An increase is refused while the fleet used less than half the
 //     limit (the mean concurrency, by Little's law, is the sum of
 //     latencies over the window), since more would prove nothing.

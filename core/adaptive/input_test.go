@@ -21,6 +21,8 @@ func TestBadInputIsRefused(t *testing.T) {
 		"tolerance 1":       adaptive.WithTolerance(1),
 		"step 1":            adaptive.WithMaxStep(1),
 		"backoff 0":         adaptive.WithBackoff(0),
+		"max decrease 1":    adaptive.WithMaxDecrease(1),
+		"max decrease 0":    adaptive.WithMaxDecrease(0),
 		"error rate 1":      adaptive.WithErrorRate(1),
 		"min samples 0":     adaptive.WithMinSamples(0),
 		"hysteresis 0.5":    adaptive.WithHysteresis(0.5),

@@ -30,7 +30,7 @@ func defaultConfig() config {
 	return config{
 		params: params{
 			min: 1, max: 1000, slowStart: 1,
-			tolerance: 1.5, band: 0.2, maxStep: 0.25,
+			tolerance: 1.5, band: 0.2, maxStep: 0.25, maxDecrease: 0.5,
 			backoff: 0.8, errorRate: 0.2, minSamples: 10,
 		},
 		windowDur:      time.Second,
@@ -94,6 +94,18 @@ func WithHysteresis(h float64) Option { return func(c *config) { c.band = h } }
 // move by 1 even when that is more. The default is 0.25. It must be in
 // (0, 1).
 func WithMaxStep(f float64) Option { return func(c *config) { c.maxStep = f } }
+
+// WithMaxDecrease sets the largest relative decrease of the limit per
+// window when the latency jumps: when a window's latency alone, not
+// averaged with the windows before, makes the gradient ask for more than
+// one step (WithMaxStep) less than the latency measured before did, the
+// controller takes that window's latency as it is and lowers the limit
+// by up to this fraction at once (0.5: to half), so a resource that
+// suddenly slows down (another load, a failover) sheds its queue within
+// a decision or two. The
+// default is 0.5. It must be in (0, 1); below WithMaxStep, it is raised
+// to it.
+func WithMaxDecrease(f float64) Option { return func(c *config) { c.maxDecrease = f } }
 
 // WithBackoff sets the factor by which the limit is multiplied after a
 // window in which more than WithErrorRate of the samples failed or timed
@@ -192,6 +204,8 @@ func buildConfig(opts []Option) (config, error) {
 		return c, invalid("hysteresis %v must be in [0, 0.5)", c.band)
 	case !(c.maxStep > 0 && c.maxStep < 1):
 		return c, invalid("max step %v must be in (0, 1)", c.maxStep)
+	case !(c.maxDecrease > 0 && c.maxDecrease < 1):
+		return c, invalid("max decrease %v must be in (0, 1)", c.maxDecrease)
 	case !(c.backoff > 0 && c.backoff < 1):
 		return c, invalid("backoff %v must be in (0, 1)", c.backoff)
 	case !(c.errorRate >= 0 && c.errorRate < 1):
@@ -211,6 +225,7 @@ func buildConfig(opts []Option) (config, error) {
 	if c.slowStart > 0 {
 		c.slowStart = min(max(c.slowStart, c.min), c.max)
 	}
+	c.maxDecrease = max(c.maxDecrease, c.maxStep)
 	c.window = c.windowDur.Seconds()
 	c.baseline = c.baselineGiven.Seconds()
 	c.baselineGain = c.window / c.baselineDur.Seconds()
