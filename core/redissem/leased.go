@@ -61,6 +61,7 @@ type leased struct {
 	lastBeat   time.Time // when the last beat was sent
 	beatWanted bool      // the loop found the slot held: poke it after
 	hot        bool      // the last beat of share.lua said the fleet is hot
+	takeMiss   bool      // a take found nothing free: ask share.lua until it serves one from free capacity
 	due        time.Time // the loop's timer beats no earlier (leanNow beat)
 
 	unused      chan struct{} // tells the loop that the share went unused
@@ -148,9 +149,8 @@ func (l *leased) wait(ctx context.Context, try bool, weight int64, opts []core.A
 	if !news && l.reportedNeed <= l.share {
 		news = max(weight, l.loc.State().Head) > l.share
 	}
-	if l.registered && !l.shrink && l.share >= l.limit {
-		// The whole limit is this process's: its own releases serve the
-		// caller, and no beat could give it more.
+	whole := l.wholeLocked()
+	if whole {
 		news = false
 	}
 	l.mu.Unlock()
@@ -164,6 +164,9 @@ func (l *leased) wait(ctx context.Context, try bool, weight int64, opts []core.A
 	}
 	if (news || try) && !l.leanNow(ctx, true) {
 		l.poke()
+	}
+	if try && whole {
+		return l.loc.TryAcquire(ctx, opts...) // every permit is in use here
 	}
 	if try {
 		// Wait for a beat that counted this call's demand.
@@ -208,6 +211,14 @@ func (l *leased) wait(ctx context.Context, try bool, weight int64, opts []core.A
 		return nil, ctxError(ctx, l.s.name)
 	}
 	return p, err
+}
+
+// wholeLocked reports whether this process's share is the whole limit, and
+// stays here (nobody else waits for it, nothing is being given back): its
+// own releases serve its callers, and no beat could give it more, so a
+// caller asks for none. l.mu is held.
+func (l *leased) wholeLocked() bool {
+	return l.registered && l.share == l.limit && !l.shrink && !l.contended && !l.giveReq && !l.giving
 }
 
 // outage returns, while the process is down, errShareOutage wrapping the

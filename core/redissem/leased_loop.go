@@ -7,6 +7,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/backend"
 )
 
 const (
@@ -71,9 +72,14 @@ func (l *leased) loop() {
 		case <-l.wake:
 			poked = true
 			l.mu.Lock()
-			give, last := l.giveReq, l.lastBeat
+			give, last, full := l.giveReq, l.lastBeat, l.leanFull
+			whole := l.wholeLocked() && !give && !full
 			l.mu.Unlock()
-			if d := time.Until(last.Add(shareMinGap)); d > 0 && !give {
+			if whole {
+				continue // no beat could serve the callers: see wholeLocked
+			}
+			// (A lean script that could not decide asks share.lua at once.)
+			if d := time.Until(last.Add(shareMinGap)); d > 0 && !give && !full {
 				l.mu.Lock()
 				l.deferred = true // a beat is due (beat clears it)
 				l.mu.Unlock()
@@ -163,15 +169,11 @@ func (l *leased) beat(ctx context.Context, leanOnly bool) time.Duration {
 	if give {
 		l.applyLocked() // grant nothing here until the reply
 	}
-	known, share, contended := l.ver, l.share, l.contended
+	known, share, contended, takeMiss := l.ver, l.share, l.contended, l.takeMiss
 	ls := l.loc.State()
 	inUse, waiting := ls.InUse, ls.WaitN
 	demand = max(demand, inUse+ls.WaitW)
-	need := ls.Head
-	if arriving := l.demand - inUse - ls.WaitW; need == 0 && arriving > 0 {
-		// Callers on their way into the local queue: the head's need.
-		need = min(arriving, ls.Limit)
-	}
+	need := l.needLocked(ls)
 	l.reported, l.reportedNeed = demand, need
 	keep := max(inUse, ls.Share)
 	idle := l.demand == 0 && inUse == 0 && need == 0
@@ -191,11 +193,19 @@ func (l *leased) beat(ctx context.Context, leanOnly bool) time.Duration {
 	case skipLean:
 	case give && st.registered:
 		lean = scriptShareGive
-	case !give && need > share && !contended:
+	case !give && need > share && !contended && !takeMiss:
 		lean = scriptShareTake
 	}
 	if lean != nil {
 		r, err = l.runLean(ctx, ttl/3, lean, a, epoch)
+		if lean == scriptShareTake && err == nil && r.code == 0 {
+			// Nothing free (a process holds the capacity, or queues
+			// for it): while that lasts, a take is a wasted round trip
+			// before share.lua queues this process.
+			l.mu.Lock()
+			l.takeMiss = true
+			l.mu.Unlock()
+		}
 	}
 	if leanOnly && (lean == nil || err == nil && r.code == 0) {
 		// share.lua is to decide: the loop runs it (see leanNow).
@@ -280,6 +290,9 @@ func (l *leased) beat(ctx context.Context, leanOnly bool) time.Duration {
 	if head := l.loc.State().Head; head > l.share && head != l.reportedNeed {
 		l.poke() // a caller queued meanwhile that the share cannot serve
 	}
+	if full && takeMiss && need > share && r.share >= need && !r.contended {
+		l.takeMiss = false // served from free capacity: a take would have been
+	}
 	if full {
 		// share.lua decided, and said whether the fleet is hot. A lean script
 		// does not know, and keeps what the last full beat said.
@@ -297,6 +310,16 @@ func (l *leased) beat(ctx context.Context, leanOnly bool) time.Duration {
 		next = min(next, r.soon+time.Millisecond)
 	}
 	return next
+}
+
+// needLocked returns the weight of the head caller, queued here (ls) or,
+// if none is, on its way into the queue. l.mu is held.
+func (l *leased) needLocked(ls backend.ShareState) int64 {
+	need := ls.Head
+	if arriving := l.demand - ls.InUse - ls.WaitW; need == 0 && arriving > 0 {
+		need = min(arriving, ls.Limit)
+	}
+	return need
 }
 
 // beaten wakes the callers waiting for a beat (TryAcquire).

@@ -154,7 +154,9 @@ func (l *leased) leanNow(ctx context.Context, take bool) bool {
 	l.mu.Lock()
 	run := l.running && !l.closed
 	if take {
-		run = run && ctx.Err() == nil && !l.contended && !l.giveReq
+		// As beat chooses share_take.lua; else the loop runs share.lua at once.
+		run = run && ctx.Err() == nil && !l.contended && !l.giveReq && !l.takeMiss &&
+			l.needLocked(l.loc.State()) > l.share
 	} else {
 		run = run && l.giveReq
 	}
