@@ -149,10 +149,7 @@ func (l *leased) wait(ctx context.Context, try bool, weight int64, opts []core.A
 	if !news && l.reportedNeed <= l.share {
 		news = max(weight, l.loc.State().Head) > l.share
 	}
-	whole := l.wholeLocked()
-	if whole {
-		news = false
-	}
+
 	l.mu.Unlock()
 	if outage != nil {
 		return nil, outage
@@ -164,9 +161,6 @@ func (l *leased) wait(ctx context.Context, try bool, weight int64, opts []core.A
 	}
 	if (news || try) && !l.leanNow(ctx, true) {
 		l.poke()
-	}
-	if try && whole {
-		return l.loc.TryAcquire(ctx, opts...) // every permit is in use here
 	}
 	if try {
 		// Wait for a beat that counted this call's demand.
@@ -211,14 +205,6 @@ func (l *leased) wait(ctx context.Context, try bool, weight int64, opts []core.A
 		return nil, ctxError(ctx, l.s.name)
 	}
 	return p, err
-}
-
-// wholeLocked reports whether this process's share is the whole limit, and
-// stays here (nobody else waits for it, nothing is being given back): its
-// own releases serve its callers, and no beat could give it more, so a
-// caller asks for none. l.mu is held.
-func (l *leased) wholeLocked() bool {
-	return l.registered && l.share == l.limit && !l.shrink && !l.contended && !l.giveReq && !l.giving
 }
 
 // outage returns, while the process is down, errShareOutage wrapping the

@@ -73,11 +73,7 @@ func (l *leased) loop() {
 			poked = true
 			l.mu.Lock()
 			give, last, full := l.giveReq, l.lastBeat, l.leanFull
-			whole := l.wholeLocked() && !give && !full
 			l.mu.Unlock()
-			if whole {
-				continue // no beat could serve the callers: see wholeLocked
-			}
 			// (A lean script that could not decide asks share.lua at once.)
 			if d := time.Until(last.Add(shareMinGap)); d > 0 && !give && !full {
 				l.mu.Lock()
