@@ -179,14 +179,7 @@ func TestControllerToleratesFailuresBelowTheErrorRate(t *testing.T) {
 // comes down within 10 windows of the change and then stays within ±25 %
 // of where it settled; the long window lets it climb back only slowly.
 func TestControllerSettlesWhenTheResourceSlowsDown(t *testing.T) {
-	fast := resource{service: 10 * time.Millisecond, cores: 2}
-	slow := resource{service: 20 * time.Millisecond, cores: 2}
-	got := simulate(t, testParams(t), 1, 80, func(n int) resource {
-		if n >= 40 {
-			return slow
-		}
-		return fast
-	})
+	got := simulate(t, testParams(t), 1, 80, slowerFrom(40))
 	if got[39] < 5 {
 		t.Fatalf("limit %d before the change, want >= 5: %v", got[39], got)
 	}
@@ -354,5 +347,16 @@ func TestMonitorErrorsDoNotCompound(t *testing.T) {
 	}
 	if r != ReasonErrors || st.Applied != 51 {
 		t.Fatalf("recommended %d (%v), want 51 (errors)", st.Applied, r)
+	}
+}
+
+// slowerFrom returns a resource of 2 cores whose service time doubles,
+// from 10 to 20 ms, at window n0 (a competing load).
+func slowerFrom(n0 int) func(int) resource {
+	return func(n int) resource {
+		if n >= n0 {
+			return resource{service: 20 * time.Millisecond, cores: 2}
+		}
+		return resource{service: 10 * time.Millisecond, cores: 2}
 	}
 }

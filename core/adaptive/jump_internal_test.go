@@ -17,14 +17,7 @@ import (
 // the same level only a decision later, while every query waited behind
 // the queue of before.
 func TestControllerCutsAtOnceWhenTheLatencyJumps(t *testing.T) {
-	fast := resource{service: 10 * time.Millisecond, cores: 2}
-	slow := resource{service: 20 * time.Millisecond, cores: 2}
-	got := simulate(t, testParams(t), 1, 60, func(n int) resource {
-		if n >= 40 {
-			return slow
-		}
-		return fast
-	})
+	got := simulate(t, testParams(t), 1, 60, slowerFrom(40))
 	before, first := got[41], got[42] // window 40's decision is in force from window 42
 	if before < 5 {
 		t.Fatalf("limit %d before the change, want >= 5: %v", before, got)
