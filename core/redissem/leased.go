@@ -149,7 +149,6 @@ func (l *leased) wait(ctx context.Context, try bool, weight int64, opts []core.A
 	if !news && l.reportedNeed <= l.share {
 		news = max(weight, l.loc.State().Head) > l.share
 	}
-
 	l.mu.Unlock()
 	if outage != nil {
 		return nil, outage
