@@ -29,8 +29,8 @@ type collector struct {
 	permitWait time.Duration
 	permits    int64
 	poolWait   time.Duration
-	limits     []limitStep       // -adaptive: the limit set, by the worker that set it
-	perWorker  map[int]*progress // when each worker's first query started, and its pages were done
+	limits     []limitStep          // -adaptive: the limit set, by the worker that set it
+	perWorker  map[int]*workerPages // when each worker's first query started, and its pages were done
 }
 
 // read consumes the reports of worker i until EOF. A line that is not a
@@ -105,14 +105,14 @@ func (c *collector) add(i int, rep report) error {
 	return nil
 }
 
-// worker returns worker i's progress; c.mu is held.
-func (c *collector) worker(i int) *progress {
+// worker returns worker i's pages; c.mu is held.
+func (c *collector) worker(i int) *workerPages {
 	if c.perWorker == nil {
-		c.perWorker = make(map[int]*progress)
+		c.perWorker = make(map[int]*workerPages)
 	}
 	w := c.perWorker[i]
 	if w == nil {
-		w = &progress{}
+		w = &workerPages{}
 		c.perWorker[i] = w
 	}
 	return w

@@ -2,9 +2,9 @@ package main
 
 import "slices"
 
-// progress is one worker's: when its first query started, and when each of
-// its pages was done (unix ns).
-type progress struct {
+// workerPages is one worker's: when its first query started, and when each
+// of its pages was done (unix ns).
+type workerPages struct {
 	first int64
 	pages []int64
 }
@@ -17,28 +17,24 @@ type progress struct {
 // runs as many goroutines, so a fair limit gives each the same pace,
 // whatever its number of pages (-skew). ok is false if fewer than two
 // workers read pages.
-func pageShare(workers map[int]*progress) (share float64, ok bool) {
+func pageShare(workers map[int]*workerPages) (share float64, ok bool) {
+	var read []*workerPages
 	var end int64 // when the first worker finished
-	n := 0
 	for _, w := range workers {
 		if len(w.pages) == 0 || w.first == 0 {
 			continue
 		}
-		if last := slices.Max(w.pages); n == 0 || last < end {
+		if last := slices.Max(w.pages); len(read) == 0 || last < end {
 			end = last
 		}
-		n++
+		read = append(read, w)
 	}
-	if n < 2 {
+	if len(read) < 2 {
 		return 0, false
 	}
-	rates := make([]float64, 0, n)
+	rates := make([]float64, len(read))
 	var sum float64
-	for _, w := range workers {
-		if len(w.pages) == 0 || w.first == 0 {
-			continue
-		}
-		var rate float64
+	for i, w := range read {
 		if end > w.first {
 			done := 0
 			for _, t := range w.pages {
@@ -46,10 +42,9 @@ func pageShare(workers map[int]*progress) (share float64, ok bool) {
 					done++
 				}
 			}
-			rate = float64(done) / float64(end-w.first)
+			rates[i] = float64(done) / float64(end-w.first)
 		}
-		rates = append(rates, rate)
-		sum += rate
+		sum += rates[i]
 	}
 	if sum == 0 {
 		return 0, false // no pages before the first worker's last one: cannot be
