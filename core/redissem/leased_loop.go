@@ -165,11 +165,12 @@ func (l *leased) beat(ctx context.Context, leanOnly bool) time.Duration {
 	if give {
 		l.applyLocked() // grant nothing here until the reply
 	}
-	known, share, contended, takeMiss := l.ver, l.share, l.contended, l.takeMiss
+	known, share, takeMiss := l.ver, l.share, l.takeMiss
 	ls := l.loc.State()
 	inUse, waiting := ls.InUse, ls.WaitN
 	demand = max(demand, inUse+ls.WaitW)
 	need := l.needLocked(ls)
+	take := !give && l.takesLocked(need)
 	l.reported, l.reportedNeed = demand, need
 	keep := max(inUse, ls.Share)
 	idle := l.demand == 0 && inUse == 0 && need == 0
@@ -189,7 +190,7 @@ func (l *leased) beat(ctx context.Context, leanOnly bool) time.Duration {
 	case skipLean:
 	case give && st.registered:
 		lean = scriptShareGive
-	case !give && need > share && !contended && !takeMiss:
+	case take:
 		lean = scriptShareTake
 	}
 	if lean != nil {
@@ -306,6 +307,14 @@ func (l *leased) beat(ctx context.Context, leanOnly bool) time.Duration {
 		next = min(next, r.soon+time.Millisecond)
 	}
 	return next
+}
+
+// takesLocked reports whether a head caller that needs need takes it from
+// free capacity by share_take.lua: the share cannot serve it, nobody is
+// known to be starved, and the last take did not find nothing free
+// (takeMiss). l.mu is held.
+func (l *leased) takesLocked(need int64) bool {
+	return need > l.share && !l.contended && !l.takeMiss
 }
 
 // needLocked returns the weight of the head caller, queued here (ls) or,

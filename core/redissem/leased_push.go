@@ -154,9 +154,8 @@ func (l *leased) leanNow(ctx context.Context, take bool) bool {
 	l.mu.Lock()
 	run := l.running && !l.closed
 	if take {
-		// As beat chooses share_take.lua; else the loop runs share.lua at once.
-		run = run && ctx.Err() == nil && !l.contended && !l.giveReq && !l.takeMiss &&
-			l.needLocked(l.loc.State()) > l.share
+		// Else the loop runs share.lua at once.
+		run = run && ctx.Err() == nil && !l.giveReq && l.takesLocked(l.needLocked(l.loc.State()))
 	} else {
 		run = run && l.giveReq
 	}
