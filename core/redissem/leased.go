@@ -68,6 +68,10 @@ type leased struct {
 	unusedArmed bool          // the loop times the unused share
 	freeSeq     uint64        // counts the times the share became unused
 	freeSeen    uint64        // freeSeq when the loop last looked
+	giveIdle    bool          // the share went back unused last time: a release that leaves it unused gives it back
+	gaveAt      time.Time     // when a release last gave the unused share back
+	left        chan struct{} // tells the loop that a release's give-back left: stop
+	idle        time.Duration // shareIdle; longer in tests
 
 	rebalance time.Duration // shareRebalance; longer in tests
 }
@@ -80,9 +84,9 @@ func newLeased(s *Semaphore) *leased {
 	tag := s.keys[0][:len(s.keys[0])-1] // prefix{name}:
 	l := &leased{s: s, pid: s.b.newID(false), keys: []string{tag + "ls"},
 		loc:  backend.NewShare(s.label, s.limit, core.WithObserver(s.b.cfg.observer), core.WithOwner(s.b.cfg.owner)),
-		wake: make(chan struct{}, 1), slot: make(chan struct{}, 1), unused: make(chan struct{}, 1), held: make(map[*leasedPermit]bool),
+		wake: make(chan struct{}, 1), slot: make(chan struct{}, 1), unused: make(chan struct{}, 1), left: make(chan struct{}, 1), held: make(map[*leasedPermit]bool),
 		waiting: make(map[*waitCancel]struct{}), beatDone: make(chan struct{}), limit: s.limit,
-		rebalance: shareRebalance}
+		rebalance: shareRebalance, idle: shareIdle}
 	return l
 }
 
@@ -227,6 +231,12 @@ func (l *leased) begin(weight int64) error {
 	}
 	l.demand += weight
 	l.peak = max(l.peak, l.demand)
+	if !l.gaveAt.IsZero() {
+		// Used again soon after a release gave the share back: keep it
+		// idle next time, as the loop does.
+		l.giveIdle = time.Since(l.gaveAt) >= l.idle
+		l.gaveAt = time.Time{}
+	}
 	if !l.running {
 		// The caller's take (leanNow) registers the process, or the
 		// caller pokes the loop; the loop's first beat is a safety net.
@@ -289,18 +299,24 @@ func (p *leasedPermit) ReleasePermit(ctx context.Context, _ *core.Permit) error 
 // to give the difference back at once. While another process is starved,
 // the freed units are not granted here: the release itself gives them back
 // to Redis (one script, in the caller's goroutine: leanNow), which hands
-// them to the process that has waited longest, this one included.
+// them to the process that has waited longest, this one included. So does
+// a release that leaves the share unused when the share went back unused
+// after its last idle time (see leased_idle.go): the process then leaves.
 func (l *leased) release(ctx context.Context, p *leasedPermit) error {
 	l.mu.Lock()
 	lost, ok := l.held[p]
 	delete(l.held, p)
 	l.demand -= p.weight
-	give := l.contended && l.registered && !l.closed && !lost && ok
+	unused := l.demand == 0 && len(l.held) == 0 && l.share > 0
+	give := l.registered && !l.closed && !lost && ok && (l.contended || unused && l.giveIdle)
 	if give && !l.giveReq {
 		l.giveReq = true
 		l.applyLocked()
 	}
-	if l.demand == 0 && len(l.held) == 0 && l.share > 0 {
+	switch {
+	case unused && give && l.giveIdle:
+		l.gaveAt = time.Now()
+	case unused:
 		// Unused from now: given back unless used again soon (loop).
 		l.freeSeq++
 		if !l.unusedArmed {
@@ -316,6 +332,7 @@ func (l *leased) release(ctx context.Context, p *leasedPermit) error {
 	_ = p.inner.Release(ctx)
 	if give {
 		l.leanNow(ctx, false)
+		l.stopLeft()
 	} else if shrink {
 		l.poke()
 	}

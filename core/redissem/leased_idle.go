@@ -8,6 +8,9 @@ import (
 // An idle process (no caller, nothing held) gives its share back once it
 // has gone unused for shareIdle, and leaves: by that give-back when it
 // held a share, else after TTL/3 without demand. Its loop then stops.
+// When the share went back so, the next release that leaves it unused
+// gives it back at once (giveIdle), until a caller comes within shareIdle
+// of such a give-back: then the share waits for shareIdle again.
 
 // stopIfLeft ends the loop, freeing the slot that it holds, if the
 // process is idle and has no entry in Redis (it left by its give-back, or
@@ -28,24 +31,66 @@ func (l *leased) stopIfLeft() bool {
 
 // unusedFor reports, when the share has been unused since a release, how
 // much longer to wait before giving it back (> 0: it became unused again
-// since the last look, so between shareIdle and twice that in all), or
+// since the last look, so between idle and twice that in all), or
 // that the time has come (0: a give-back is asked for); < 0 if it is in
 // use again.
 func (l *leased) unusedFor() time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.demand > 0 || len(l.held) > 0 || l.share == 0 || l.giveReq || l.closed {
+	if l.demand > 0 || len(l.held) > 0 {
+		l.unusedArmed, l.giveIdle = false, false // used again: keep it next time too
+		return -1
+	}
+	if l.share == 0 || l.giveReq || l.closed {
 		l.unusedArmed = false
 		return -1
 	}
 	if l.freeSeq != l.freeSeen {
-		l.freeSeen = l.freeSeq // used since the last look: look again later
-		return shareIdle
+		l.freeSeen, l.giveIdle = l.freeSeq, false // used since the last look: look again later
+		return l.idle
 	}
-	l.unusedArmed = false
+	l.unusedArmed, l.giveIdle = false, true
 	l.giveReq = true
 	l.applyLocked()
 	return 0
+}
+
+// stopLeftNow is the loop's side of stopLeft: it stops the loop as
+// stopIfLeft does, unless a caller holds the slot (that caller's lean
+// script then decides, and pokes the loop if it must).
+func (l *leased) stopLeftNow() bool {
+	select {
+	case l.slot <- struct{}{}:
+	default:
+		return false
+	}
+	if l.stopIfLeft() {
+		return true
+	}
+	<-l.slot
+	return false
+}
+
+// idleTime is how long an unused share waits before it goes back:
+// shareIdle, longer in tests.
+func (l *leased) idleTime() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.idle
+}
+
+// stopLeft, after a release's give-back, tells the loop to stop if that
+// give-back left (the process is idle and has no entry): see stopIfLeft.
+func (l *leased) stopLeft() {
+	l.mu.Lock()
+	left := !l.registered && l.demand == 0 && len(l.held) == 0
+	l.mu.Unlock()
+	if left {
+		select {
+		case l.left <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // leave gives the (empty) share's entry back and stops the loop, unless

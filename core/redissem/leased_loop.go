@@ -52,7 +52,12 @@ func (l *leased) loop() {
 			l.shutdown()
 			return
 		case <-l.unused:
-			unusedT.Reset(shareIdle)
+			unusedT.Reset(l.idleTime())
+			continue
+		case <-l.left:
+			if l.stopLeftNow() {
+				return
+			}
 			continue
 		case <-unusedT.C:
 			if d := l.unusedFor(); d > 0 {

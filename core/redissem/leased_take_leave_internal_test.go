@@ -61,8 +61,11 @@ func (h *scriptLog) take() []string {
 // registers it and takes its unit in one lean script (share_take.lua), in
 // the caller's goroutine; once the unit has gone unused, one give-back
 // (share_give.lua) returns it and deletes the process's entry, and its
-// loop stops: no heartbeat, no leave. The next Acquire registers anew by
-// one take, with a new epoch (its tokens jump). share.lua never runs.
+// loop stops: no heartbeat, no leave. Since the share went back unused,
+// the next Release gives it back itself, before it returns. The next
+// Acquire registers anew by one take, with a new epoch (its tokens jump).
+// A caller that comes within the idle time of such a give-back makes the
+// process keep its share when idle again. share.lua never runs.
 func TestLeasedIdleProcessTakesAndLeavesByOneScriptEach(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: servertest.RedisAddr(t)})
 	t.Cleanup(func() { _ = c.Close() })
@@ -82,8 +85,21 @@ func TestLeasedIdleProcessTakesAndLeavesByOneScriptEach(t *testing.T) {
 	cl.AddHook(log)
 	s := slowLeased(t, cl, prefix, "idle", 2)
 	l := s.l
+	entry := func() error { return c.HGet(ctx, l.keys[0], "p:"+l.pid).Err() }
+	stopped := func() {
+		testwait.Until(t, time.Minute, "the loop did not stop once the share went back", func() bool {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			return !l.running
+		})
+	}
 	var tokens []int64
-	for round := range 2 {
+	for round := range 3 {
+		if round == 2 {
+			l.mu.Lock()
+			l.idle = time.Hour // the next caller comes within the idle time of the give-back
+			l.mu.Unlock()
+		}
 		p, err := s.Acquire(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -95,19 +111,33 @@ func TestLeasedIdleProcessTakesAndLeavesByOneScriptEach(t *testing.T) {
 		if err := p.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
-		testwait.Until(t, time.Minute, "the loop did not stop once the share went unused", func() bool {
-			l.mu.Lock()
-			defer l.mu.Unlock()
-			return !l.running
-		})
-		if ran := log.take(); len(ran) != 1 || ran[0] != "give" {
-			t.Fatalf("round %d: release and idle ran %v, want [give]", round, ran)
+		switch round {
+		case 0: // the loop gives the unit back once it went unused
+			stopped()
+			if ran := log.take(); len(ran) != 1 || ran[0] != "give" {
+				t.Fatalf("round 0: release and idle ran %v, want [give]", ran)
+			}
+		case 1: // the release itself gives it back
+			if ran := log.take(); len(ran) != 1 || ran[0] != "give" {
+				t.Fatalf("round 1: Release ran %v, want [give]", ran)
+			}
+			stopped()
+		case 2: // kept: it was used again soon after the last give-back
+			if ran := log.take(); len(ran) != 0 {
+				t.Fatalf("round 2: Release ran %v, want nothing", ran)
+			}
+			if err := entry(); err != nil {
+				t.Fatalf("round 2: the process's entry after Release: %v, want it kept", err)
+			}
+			continue
 		}
-		if err := c.HGet(ctx, l.keys[0], "p:"+l.pid).Err(); err != redis.Nil {
+		if err := entry(); err != redis.Nil {
 			t.Fatalf("round %d: the process's entry after it left: %v, want none", round, err)
 		}
 	}
-	if tokens[1]>>32 <= tokens[0]>>32 {
-		t.Fatalf("tokens %d then %d: the second registration kept the epoch", tokens[0], tokens[1])
+	for i := 1; i < len(tokens); i++ {
+		if tokens[i]>>32 <= tokens[i-1]>>32 {
+			t.Fatalf("tokens %v: registration %d kept the epoch", tokens, i)
+		}
 	}
 }
