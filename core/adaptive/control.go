@@ -179,7 +179,7 @@ func (p *params) next(st State, n, now int64, w Window) (State, Reason) {
 		// this window implies if the limit in force is the equilibrium.
 		// (Only when the limit computed is in force: otherwise the latency
 		// says nothing of it.)
-		if target := lat / p.equilibrium(st.Limit); target > st.Baseline {
+		if target := lat / p.tolerance; target > st.Baseline {
 			st.Baseline += (target - st.Baseline) * p.baselineGain
 		}
 	}
@@ -193,14 +193,15 @@ func (p *params) next(st State, n, now int64, w Window) (State, Reason) {
 	}
 	want := p.gradient(from, ratio)
 	if st.SlowStart {
-		// Double while the gradient asks for more, but never past what it
-		// asks for: a doubling that overshoots the equilibrium would then
-		// sit within the hysteresis band above it.
-		if ratio <= p.tolerance && want > st.Limit*(1+p.band) {
+		// Double while the latency stays within the hysteresis band of
+		// the baseline: the resource has room, and queues nothing yet. A
+		// doubling from there lands at most 1.6 × past the equilibrium
+		// (tolerance × the parallelism), which the next decisions cut.
+		if ratio <= 1+p.band {
 			if conc < float64(st.Applied)/2 {
 				return st, ReasonUnderused
 			}
-			return p.apply(st, now, math.Min(st.Limit*2, want)), ReasonSlowStart
+			return p.apply(st, now, st.Limit*2), ReasonSlowStart
 		}
 		st.SlowStart = false
 	}
@@ -215,7 +216,7 @@ func (p *params) next(st State, n, now int64, w Window) (State, Reason) {
 		// one and raise the limit against the other load. A smaller drop
 		// hides in the noise of one window's latency.)
 		if prevLat > 0 && conc < prevConc*0.8 && lat >= prevLat*0.95 {
-			st.Baseline = math.Max(st.Baseline, lat/p.equilibrium(st.Limit))
+			st.Baseline = math.Max(st.Baseline, lat/p.tolerance)
 			return st, ReasonBaseline
 		}
 		if jump {
@@ -236,31 +237,15 @@ func (p *params) next(st State, n, now int64, w Window) (State, Reason) {
 // recommending) at a latency ratio (latency / baseline). By Little's
 // law, c / ratio is the concurrency the resource would serve at its
 // unloaded latency: its parallelism in use. The limit asked for is
-// tolerance times that, plus a queue of √limit: the x with
-// x = tolerance × c / ratio + √x.
+// tolerance times that.
 //
-// The queue is what keeps the resource busy. A limit at the tolerance
-// alone leaves about tolerance × the resource's parallelism in flight
-// (3 on 2 cores at 1.5), and every gap of a permit outside the resource
-// (the client's own work, the round trips, the hand-off to the next
-// waiter) then idles a server. √x is the square-root staffing rule (the
-// spare capacity that absorbs the variance of a load x) and the headroom
-// of Envoy's adaptive concurrency filter. It adds less than the limit
-// for any limit above 1, so a high enough latency still drives the limit
-// down to the lower bound.
+// Time that a permit spends outside the resource (the client's own
+// work, the round trips, the hand-off to the next waiter) needs no
+// queue of its own: it lowers the concurrency inside the resource, and so
+// its latency, and the gradient raises the limit until the resource
+// holds tolerance × its parallelism again.
 func (p *params) gradient(c, ratio float64) float64 {
-	a := c * p.tolerance / ratio
-	r := (1 + math.Sqrt(1+4*a)) / 2
-	return r * r
-}
-
-// equilibrium is the latency ratio at which the gradient holds a limit of
-// c: c × tolerance / ratio + √c = c.
-func (p *params) equilibrium(c float64) float64 {
-	if c <= 1 {
-		return math.Inf(1)
-	}
-	return p.tolerance / (1 - 1/math.Sqrt(c))
+	return c * p.tolerance / ratio
 }
 
 // jumped reports whether a window's latency lat, alone, makes the

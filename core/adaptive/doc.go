@@ -69,25 +69,26 @@
 //     it half-way down at once (lower latency is evidence); a higher one
 //     moves it up by window/WithBaselineWindow (1s/1min) of the way to
 //     the baseline at which this latency would be the limit's
-//     equilibrium, so that it drifts only when the resource itself
-//     changed.
+//     equilibrium (latency / t, with t below), so that it drifts only
+//     when the resource itself changed.
 //   - Slow start (WithSlowStart, from the lower bound): with no state
 //     stored, the first decision sets the limit to the slow start's, so
 //     the baseline is measured unloaded; then the limit doubles each
-//     decision, but never past the limit the gradient (below) asks for,
-//     while the latency stays within the tolerance and the gradient asks
-//     for more; the first window that does not ends the slow start. This
+//     decision while the latency stays within the hysteresis band of the
+//     baseline (1 + h, below: the resource has room, and queues nothing
+//     yet); the first window that does not ends the slow start. This
 //     happens once per fleet (per state: see redisstore's state TTL), not
 //     periodically: the controller never probes by pinning the limit low,
 //     which would stall every process at once. Monitor-only mode has no
 //     slow start. WithBaseline gives the baseline instead of measuring it.
 //   - Gradient: with latency/baseline = r and the concurrency in force
 //     c, the resource serves c/r at its unloaded latency (Little's law).
-//     The limit asked for is WithTolerance t (1.5) times that, plus a
-//     queue of √limit: the x with x = t·c/r + √x. The queue keeps the
-//     resource busy through the gaps a permit spends outside it (the
-//     client's work, round trips, the hand-off); √x is the square-root
-//     staffing rule, and Envoy's headroom. When the limit asked for is
+//     The limit asked for is WithTolerance t (1.5) times that: t·c/r. A
+//     permit's time outside the resource (the client's work, round trips,
+//     the hand-off) needs no queue of its own: it lowers the concurrency
+//     inside the resource, so its latency, and the gradient raises the
+//     limit until the resource holds t times its parallelism again. When
+//     the limit asked for is
 //     more than WithHysteresis h (0.2) away from the limit, the limit
 //     moves toward it by at most WithMaxStep (25 %) per decision;
 //     within that band it holds. The latency compared is the window's
@@ -108,15 +109,17 @@
 //     own (or another load's), not this fleet's queue: the baseline rises
 //     to the one at which this latency is the limit's equilibrium, and the
 //     limit holds, instead of falling to the lower bound, and without
-//     climbing back against the other load.
+//     climbing back against the other load. (It cannot tell the two
+//     apart: a resource that only got slower is then held where the cut
+//     left it, below t times its parallelism, until the state expires.)
 //   - Bounds: the limit stays within WithBounds ([1, 1000]) and moves by
 //     whole permits.
 //
 // So on a resource that runs P queries at once and queues the rest, the
-// limit settles near t·P + √limit (5.3 on 2 cores), where the mean
-// latency is t/(1 − 1/√limit) × the unloaded one: past the point where
-// more concurrency adds throughput, with a short queue that keeps every
-// server busy, before the point where it only adds queueing.
+// limit settles near t·P (3 on 2 cores), where the mean latency is t ×
+// the unloaded one: past the point where more concurrency adds
+// throughput, with t − 1 of P queued to keep every server busy, before
+// the point where it only adds queueing.
 //
 // # Monitor-only
 //

@@ -55,15 +55,15 @@ func WithBounds(min, max int64) Option {
 // WithSlowStart sets the limit of the slow start: with no state stored
 // (a fleet's first run, or after the state expired), the controller sets
 // the limit to n, measures the baseline there, and doubles the limit each
-// decision (never past the limit the gradient asks for; see
-// WithTolerance) while the latency stays within the tolerance of the
-// baseline; the first window that allows no more ends the slow start.
-// 0 skips the slow start: the controller then starts from the limit it
-// finds and takes its first window's latency as the baseline, which
-// overestimates the baseline if that limit already overloads the
-// resource. The default is the lower bound (WithBounds; 1). It must be in
-// [0, core.MaxLimit]; it is raised to the lower bound and lowered to the
-// upper one.
+// decision while the latency stays within the hysteresis band of the
+// baseline (see WithHysteresis: the resource has room); the first window
+// that allows no more ends the slow start, and the gradient (see
+// WithTolerance) takes over. 0 skips the slow start: the controller then
+// starts from the limit it finds and takes its first window's latency as
+// the baseline, which overestimates the baseline if that limit already
+// overloads the resource. The default is the lower bound (WithBounds; 1).
+// It must be in [0, core.MaxLimit]; it is raised to the lower bound and
+// lowered to the upper one.
 func WithSlowStart(n int64) Option {
 	return func(c *config) { c.slowStart, c.slowStartSet = n, true }
 }
@@ -72,11 +72,10 @@ func WithSlowStart(n int64) Option {
 // concurrency, as a multiple of the baseline: the limit it aims at is
 // tolerance × the concurrency the resource would serve at its baseline
 // latency (the concurrency in force / (latency / baseline), by Little's
-// law), plus a queue of √limit. On a resource that runs P queries at once
-// and queues the rest, the limit thus settles near tolerance × P + √limit
-// (5.3 on 2 cores at 1.5), where the mean latency is a little above
-// tolerance × baseline. The slow start doubles the limit while the latency
-// stays within tolerance × baseline. The default is 1.5. It must be > 1.
+// law). On a resource that runs P queries at once and queues the rest,
+// the limit thus settles near tolerance × P (3 on 2 cores at 1.5), where
+// the mean latency is tolerance × the baseline. The default is 1.5. It
+// must be > 1.
 func WithTolerance(t float64) Option { return func(c *config) { c.tolerance = t } }
 
 // WithHysteresis sets the half-width of the band around the limit in
