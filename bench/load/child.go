@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -56,6 +57,13 @@ func child(c config) error {
 	}
 	end := start + int64(c.duration)
 	time.Sleep(time.Until(time.Unix(0, start)))
+	if c.cpuProfile != "" {
+		stop, err := startProfile(fmt.Sprintf("%s/cpu%d.prof", c.cpuProfile, c.childIndex))
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 
 	per := make([][]analyze.Event, c.childGors)
 	errs := make([]int64, c.childGors)
@@ -138,5 +146,23 @@ func childFlags(c config) []string {
 		"-warmup", c.warmup.String(), "-cooldown", c.cooldown.String(),
 		"-sems", strconv.Itoa(c.sems), "-cluster", c.cluster, "-flows", strconv.Itoa(c.flows),
 		"-replica-ack", strconv.Itoa(c.ack), "-replica-ack-timeout", c.ackWait.String(),
+		"-cpuprofile", c.cpuProfile,
 	}
+}
+
+// startProfile writes a CPU profile of this process to path until the
+// returned function is called.
+func startProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
 }

@@ -53,29 +53,30 @@ import (
 )
 
 type config struct {
-	backend  string
-	addr     string
-	name     string
-	limit    int64
-	procs    int
-	workers  int
-	hold     time.Duration
-	duration time.Duration
-	warmup   time.Duration
-	cooldown time.Duration
-	lease    time.Duration
-	fifoTol  time.Duration
-	label    string
-	results  string
-	rep      int
-	keep     bool
-	pool     int
-	redisPID int
-	sems     int
-	flows    int // -flows: distsem names one of this many flows per acquire
-	cluster  string
-	ack      int           // -replica-ack: redissem.WithReplicaAck's n, 0 off
-	ackWait  time.Duration // -replica-ack-timeout
+	cpuProfile string
+	backend    string
+	addr       string
+	name       string
+	limit      int64
+	procs      int
+	workers    int
+	hold       time.Duration
+	duration   time.Duration
+	warmup     time.Duration
+	cooldown   time.Duration
+	lease      time.Duration
+	fifoTol    time.Duration
+	label      string
+	results    string
+	rep        int
+	keep       bool
+	pool       int
+	redisPID   int
+	sems       int
+	flows      int // -flows: distsem names one of this many flows per acquire
+	cluster    string
+	ack        int           // -replica-ack: redissem.WithReplicaAck's n, 0 off
+	ackWait    time.Duration // -replica-ack-timeout
 
 	// Child mode.
 	childIndex int
@@ -126,6 +127,7 @@ func main() {
 	flag.StringVar(&c.cluster, "cluster", "", "comma-separated Redis Cluster addresses (loopback only) instead of -redis")
 	flag.IntVar(&c.ack, "replica-ack", 0, "distsem: redissem.WithReplicaAck(n, -replica-ack-timeout) with this n (0: off)")
 	flag.DurationVar(&c.ackWait, "replica-ack-timeout", 500*time.Millisecond, "distsem: the timeout of -replica-ack")
+	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "write each worker process's CPU profile over the run to DIR/cpuN.prof")
 	flag.IntVar(&c.childIndex, "child-index", -1, "internal: run as worker process i")
 	flag.IntVar(&c.childGors, "child-gors", 0, "internal: goroutines of this worker process")
 	flag.StringVar(&c.childOut, "child-out", "", "internal: timeline file of this worker process")
