@@ -54,8 +54,8 @@ const (
 	// ReasonSettling: the window did not run entirely under the last
 	// limit set; the limit stays.
 	ReasonSettling
-	// ReasonSlowStart: latency is within the tolerance of the baseline
-	// during the slow start; the limit doubles.
+	// ReasonSlowStart: latency is within the hysteresis band of the
+	// baseline during the slow start; the limit doubles.
 	ReasonSlowStart
 	// ReasonIncrease: the gradient asks for more than the limit, beyond
 	// the hysteresis band.
