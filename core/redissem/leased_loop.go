@@ -256,7 +256,11 @@ func (l *leased) beat(ctx context.Context, leanOnly bool) time.Duration {
 		l.mu.Lock()
 		l.registered, l.share, l.ver, l.giving, l.contended, l.hot = false, 0, 0, false, false, false
 		l.applyLocked()
+		again := l.demand > 0
 		l.mu.Unlock()
+		if again {
+			l.poke() // callers came meanwhile: the next beat registers the process
+		}
 		return ttl / 3
 	}
 	anew := (r.code == shareNew || r.epoch != st.epoch) && st.registered
