@@ -53,6 +53,7 @@ type leased struct {
 	limit      int64     // the fleet-wide limit
 	cap        int64     // the max-min target, which caps the local share
 	contended  bool      // another process is starved (leased_push.go)
+	toldAt     time.Time // when a reply or push last set contended
 	giveReq    bool      // the loop is to give back the share not in use
 	giving     bool      // a give-back is in flight (either: grant nothing here)
 	leanFull   bool      // a lean script left the next beat to share.lua
@@ -121,6 +122,11 @@ func (l *leased) acquire(ctx context.Context, try bool, opts []core.AcquireOptio
 	} else if !errors.Is(err, core.ErrNoPermit) {
 		return nil, err
 	}
+	if try && l.othersQueued() {
+		// Capacity freed anywhere goes to them first: a round trip could
+		// not serve this call, and would cost them a script.
+		return nil, fmt.Errorf("%w: %q: other processes wait for capacity", core.ErrNoPermit, s.name)
+	}
 	if err := l.begin(a.weight); err != nil {
 		return nil, err
 	}
@@ -138,6 +144,16 @@ func (l *leased) acquire(ctx context.Context, try bool, opts []core.AcquireOptio
 		return nil, err
 	}
 	return l.hold(ctx, p, false)
+}
+
+// othersQueued reports whether, as of a reply or push less than one
+// rebalance old, another process of the fleet waits for capacity in
+// Redis. Nothing tells a process that has no share that the waiters were
+// served, so an older word is checked by a round trip.
+func (l *leased) othersQueued() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.registered && l.contended && !l.closed && time.Since(l.toldAt) < l.rebalance
 }
 
 // wait is the slow path: the local share is full or others are queued.

@@ -281,6 +281,7 @@ func (l *leased) beat(ctx context.Context, leanOnly bool) time.Duration {
 	}
 	if r.ver >= l.ver {
 		l.ver, l.share, l.contended, l.cap = r.ver, r.share, r.contended, r.target
+		l.toldAt = time.Now()
 	}
 	l.limit, l.down = r.limit, false
 	l.giving = false

@@ -69,6 +69,7 @@ func (l *leased) pushed(share int64, contended bool, ver int64) {
 		l.cap = max(l.cap, share) // handed to it: its to use
 	}
 	l.ver, l.share, l.contended = ver, share, contended
+	l.toldAt = time.Now()
 	l.pushes++
 	l.applyLocked()
 	l.checkGiveLocked()
