@@ -54,6 +54,8 @@ type leased struct {
 	cap        int64     // the max-min target, which caps the local share
 	contended  bool      // another process is starved (leased_push.go)
 	toldAt     time.Time // when a reply or push last set contended
+	free       int64     // capacity no share held, as of freeAt (< 0: unknown)
+	freeAt     time.Time // when a reply last said so
 	giveReq    bool      // the loop is to give back the share not in use
 	giving     bool      // a give-back is in flight (either: grant nothing here)
 	leanFull   bool      // a lean script left the next beat to share.lua
@@ -122,10 +124,10 @@ func (l *leased) acquire(ctx context.Context, try bool, opts []core.AcquireOptio
 	} else if !errors.Is(err, core.ErrNoPermit) {
 		return nil, err
 	}
-	if try && l.othersQueued() {
-		// Capacity freed anywhere goes to them first: a round trip could
-		// not serve this call, and would cost them a script.
-		return nil, fmt.Errorf("%w: %q: other processes wait for capacity", core.ErrNoPermit, s.name)
+	if try {
+		if why := l.noRoom(); why != "" {
+			return nil, fmt.Errorf("%w: %q: %s", core.ErrNoPermit, s.name, why)
+		}
 	}
 	if err := l.begin(a.weight); err != nil {
 		return nil, err
@@ -146,14 +148,25 @@ func (l *leased) acquire(ctx context.Context, try bool, opts []core.AcquireOptio
 	return l.hold(ctx, p, false)
 }
 
-// othersQueued reports whether, as of a reply or push less than one
-// rebalance old, another process of the fleet waits for capacity in
-// Redis. Nothing tells a process that has no share that the waiters were
-// served, so an older word is checked by a round trip.
-func (l *leased) othersQueued() bool {
+// noRoom tells why a round trip to Redis could not serve a TryAcquire
+// that the local share cannot, as Redis told this process less than one
+// rebalance ago, or "" if it might: another process waits (capacity freed
+// anywhere goes to it first), or no capacity is free beyond the shares (a
+// beat grows a share from free capacity only). Nothing tells a process
+// that the waiters were served or that capacity came free, so an older
+// word is checked by a round trip.
+func (l *leased) noRoom() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.registered && l.contended && !l.closed && time.Since(l.toldAt) < l.rebalance
+	switch {
+	case !l.registered || l.closed:
+		return ""
+	case l.contended && time.Since(l.toldAt) < l.rebalance:
+		return "other processes wait for capacity"
+	case l.free == 0 && time.Since(l.freeAt) < l.rebalance:
+		return "the processes' shares hold all of the limit"
+	}
+	return ""
 }
 
 // wait is the slow path: the local share is full or others are queued.

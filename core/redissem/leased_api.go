@@ -65,8 +65,9 @@ func (s *Leased) Acquire(ctx context.Context, opts ...core.AcquireOption) (*core
 // TryAcquire grants the permits if they are free within this process's
 // share and nobody is queued in this process. Otherwise, if Redis told
 // this process within the last 25 ms that another process waits for
-// capacity, it returns an ErrNoPermit error at once, with no round trip,
-// as x/sync's TryAcquire fails while others wait. Otherwise it waits for one
+// capacity (as x/sync's TryAcquire fails while others wait), or that the
+// processes' shares hold the whole limit, it returns an ErrNoPermit error
+// at once, with no round trip. Otherwise it waits for one
 // round trip that asks Redis for more share (bounded by ctx), tries once
 // more, and returns an ErrNoPermit error if that did not suffice. A
 // failed TryAcquire leaves no demand and no queued call behind.

@@ -282,6 +282,7 @@ func (l *leased) beat(ctx context.Context, leanOnly bool) time.Duration {
 	if r.ver >= l.ver {
 		l.ver, l.share, l.contended, l.cap = r.ver, r.share, r.contended, r.target
 		l.toldAt = time.Now()
+		l.free, l.freeAt = r.free, l.toldAt
 	}
 	l.limit, l.down = r.limit, false
 	l.giving = false

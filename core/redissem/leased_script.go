@@ -47,6 +47,7 @@ const (
 type shareReply struct {
 	code, share, limit, target, epoch, nowUS, inUse, waiting int64
 	myInUse, myWaiting, ver                                  int64
+	free                                                     int64 // no share holds it (< 0: unknown)
 	hot, contended                                           bool
 	soon                                                     time.Duration // starved: until another holder's lease ends
 }
@@ -115,16 +116,16 @@ func (l *leased) call(ctx context.Context, d time.Duration, sc *redis.Script, ar
 
 // parseShareReply reads the reply of share.lua (or share_give.lua).
 func (l *leased) parseShareReply(v []any) (shareReply, error) {
-	if len(v) != 14 {
+	if len(v) != 15 {
 		return shareReply{}, fmt.Errorf("redissem: unexpected share reply of %d elements", len(v))
 	}
-	var n [14]int64
+	var n [15]int64
 	for i := range v {
 		n[i], _ = v[i].(int64)
 	}
 	r := shareReply{code: n[0], share: n[1], limit: n[2], target: n[3], epoch: n[4], hot: n[5] == 1,
 		nowUS: n[6], inUse: n[7], waiting: n[8], myInUse: n[9], myWaiting: n[10], ver: n[11], contended: n[12] == 1,
-		soon: time.Duration(n[13]) * time.Millisecond}
+		soon: time.Duration(n[13]) * time.Millisecond, free: n[14]}
 	if r.limit > 0 {
 		l.s.seen.Store(r.limit)
 	}

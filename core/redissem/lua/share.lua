@@ -327,4 +327,7 @@ if me and me.need > me.share then
     if e ~= me and e.share > 0 and (soon == 0 or e.exp - now < soon) then soon = math.max(1, e.exp - now) end
   end
 end
-return {code, myshare, limit, mytarget, myepoch, hot, now_us, inuse_all, waiting_all, myinuse, mywaiting, myver, mytold, soon}
+-- free: the capacity that no share holds, which only a beat can grow a
+-- share from.
+return {code, myshare, limit, mytarget, myepoch, hot, now_us, inuse_all, waiting_all, myinuse, mywaiting, myver, mytold, soon,
+  limit - sum_all}

@@ -122,12 +122,14 @@ for _, e in ipairs(served) do
   if e.ch then SHARE_PUBLISH(e.ch, string.format('%s:%d:%d', e.pid, e.share * 2 + e.told, e.ver)) end
 end
 if expire then redis.call('PEXPIREAT', S, expire) end
+local free = -1 -- unknown
+if sum then free = limit - (sum - left) end
 if leave then
-  return {3, 0, limit, 0, me.epoch, 0, now_us, 0, 0, 0, 0, V, 0, 0}
+  return {3, 0, limit, 0, me.epoch, 0, now_us, 0, 0, 0, 0, V, 0, 0, free}
 end
 -- With the queue empty the shares follow the targets again, which this
 -- script does not compute: hot asks a giver that still has a share or
 -- callers to beat (share.lua) soon.
 local hot = 0
 if #rest == 0 and (me.share > 0 or me.waiting > 0) then hot = 1 end
-return {1, me.share, limit, me.share, me.epoch, hot, now_us, 0, 0, me.inuse, me.waiting, me.ver, me.told, 0}
+return {1, me.share, limit, me.share, me.epoch, hot, now_us, 0, 0, me.inuse, me.waiting, me.ver, me.told, 0, free}

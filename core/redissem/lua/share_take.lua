@@ -79,4 +79,4 @@ redis.call('HSET', S, unpack(writes))
 if expire then redis.call('PEXPIREAT', S, expire) end
 local hot = 0
 if demand > me.share and sum < limit then hot = 1 end
-return {code, me.share, limit, me.share, me.epoch, hot, now_us, 0, 0, me.inuse, me.waiting, me.ver, 0, 0}
+return {code, me.share, limit, me.share, me.epoch, hot, now_us, 0, 0, me.inuse, me.waiting, me.ver, 0, 0, limit - sum}

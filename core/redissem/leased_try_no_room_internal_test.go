@@ -45,7 +45,7 @@ func TestLeasedTryAcquireFailsAtOnceWhileOthersWait(t *testing.T) {
 		}
 		got <- p
 	}()
-	testwait.Until(t, time.Minute, "A not told that B waits", func() bool { return a.l.othersQueued() })
+	testwait.Until(t, time.Minute, "A not told that B waits", func() bool { return a.l.noRoom() != "" })
 	testwait.Until(t, time.Minute, "B's beats not done", func() bool { return quiet(b.l) })
 	log.take()
 	if _, err := a.TryAcquire(ctx); !errors.Is(err, core.ErrNoPermit) {
@@ -76,9 +76,10 @@ func TestLeasedTryAcquireFailsAtOnceWhileOthersWait(t *testing.T) {
 	testwait.Until(t, time.Minute, "B kept its unused share", func() bool {
 		return errors.Is(c.HGet(ctx, b.l.keys[0], "p:"+b.l.pid).Err(), redis.Nil)
 	})
-	// A heard last that B waits; age that word past a rebalance.
+	// A heard last that B waits and that nothing is free; age that word
+	// past a rebalance.
 	a.l.mu.Lock()
-	a.l.toldAt = time.Time{}
+	a.l.toldAt, a.l.freeAt = time.Time{}, time.Time{}
 	a.l.mu.Unlock()
 	log.take()
 	p, err := a.TryAcquire(ctx)
@@ -90,5 +91,64 @@ func TestLeasedTryAcquireFailsAtOnceWhileOthersWait(t *testing.T) {
 	}
 	if err := p.Release(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLeasedTryAcquireFailsAtOnceWhileTheSharesHoldTheLimit: limit 2,
+// processes A and B hold one unit each, and nobody waits. A learnt from
+// its take that one unit was still free, so its first TryAcquire asks
+// Redis (a script), which says that the shares hold the whole limit; the
+// next fails at once, with no script. After B gave its unit back, and that
+// word has aged past a rebalance, A's TryAcquire takes the unit.
+func TestLeasedTryAcquireFailsAtOnceWhileTheSharesHoldTheLimit(t *testing.T) {
+	log := newScriptLog()
+	c := redis.NewClient(&redis.Options{Addr: servertest.RedisAddr(t)})
+	c.AddHook(log)
+	t.Cleanup(func() { _ = c.Close() })
+	prefix := "t" + rand.Text()[:10] + ":"
+	a := slowLeased(t, c, prefix, "full", 2)
+	b := slowLeased(t, c, prefix, "full", 2)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	pa, err := a.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pb, err := b.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.take()
+	if _, err := a.TryAcquire(ctx); !errors.Is(err, core.ErrNoPermit) {
+		t.Fatalf("A's first TryAcquire: %v, want ErrNoPermit", err)
+	}
+	if ran := log.take(); len(ran) == 0 {
+		t.Fatal("A's first TryAcquire ran no script, though its take had left a unit free")
+	}
+	if _, err := a.TryAcquire(ctx); !errors.Is(err, core.ErrNoPermit) {
+		t.Fatalf("A's second TryAcquire: %v, want ErrNoPermit", err)
+	}
+	if ran := log.take(); len(ran) != 0 {
+		t.Fatalf("A's second TryAcquire ran %v, want no script: Redis had just said that the shares hold the limit", ran)
+	}
+
+	if err := pb.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, time.Minute, "B kept its unused share", func() bool {
+		return errors.Is(c.HGet(ctx, b.l.keys[0], "p:"+b.l.pid).Err(), redis.Nil)
+	})
+	a.l.mu.Lock()
+	a.l.freeAt = time.Time{}
+	a.l.mu.Unlock()
+	p, err := a.TryAcquire(ctx)
+	if err != nil {
+		t.Fatalf("A's TryAcquire once B gave its unit back: %v", err)
+	}
+	for _, q := range []*core.Permit{p, pa} {
+		if err := q.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
