@@ -2,9 +2,12 @@
 # The MapReduce job of examples/mapreduce on a real PostgreSQL, K = 4,
 # `-slow 0`, pages split evenly (`-skew 0`), with 4 and with 16 subtask
 # processes of 4 goroutines each: the leased-shares mode, the default mode,
-# `-mode none` (no limit), and the ceiling of any limit of K: 4 processes
+# `-mode none` (no limit), and three ceilings of a limit of K: 4 processes
 # with SetMaxOpenConns(1) each (`-mode setmaxopen -workers 4`: exactly K
-# queries at once and no coordination at all). Each round runs every job
+# queries at once and no coordination at all), K tokens in an OS pipe
+# (`-mode pipe`: the cheapest hand-off between processes of one machine)
+# and K tokens in a Redis list (`-mode list`, BLPOP and RPUSH: the
+# cheapest hand-off through Redis). Each round runs every job
 # once, the order rotating by round, on a Redis and a PostgreSQL that you
 # start (DSN, REDIS). During each job a psql sampler counts the page queries
 # that PostgreSQL shows active (pg_stat_activity, every 5 ms), started
@@ -40,21 +43,22 @@ job() { # label procs args...
     -skew 0 -rows "$ROWS" -compare=false -progress 0 -workers "$procs" "$@" > "$OUT/job.txt" 2>&1
   kill "$sampler"
   wait "$sampler" 2>/dev/null || true
-  local rps share inflight active
+  local rps share inflight active slots
   rps=$(awk '/throughput/ {print $2}' "$OUT/job.txt")
+  slots=$(awk '/slot use/ {print $3}' "$OUT/job.txt")
   share=$(awk '/page share/ {print $3}' "$OUT/job.txt")
   inflight=$(awk '/max in flight/ {print $4}' "$OUT/job.txt")
   active=$(sort -n "$OUT/sample.txt" | tail -1)
-  echo "round=$rep procs=$procs mode=$label rows/s=$rps page_share=${share:--} max_in_flight=$inflight pg_active_max=${active:-?} samples=$(wc -l < "$OUT/sample.txt") load=[$before] -> [$(cut -d' ' -f1-3 /proc/loadavg)]" | tee -a "$OUT/jobs.txt"
+  echo "round=$rep procs=$procs mode=$label rows/s=$rps page_share=${share:--} slot_use=${slots:--} max_in_flight=$inflight pg_active_max=${active:-?} samples=$(wc -l < "$OUT/sample.txt") load=[$before] -> [$(cut -d' ' -f1-3 /proc/loadavg)]" | tee -a "$OUT/jobs.txt"
   cat "$OUT/job.txt" >> "$OUT/jobs.log"
 }
 for rep in $(seq "$ROUNDS"); do
   for procs in 4 16; do
     case $((rep % 4)) in
-      1) order="leased default none ceiling" ;;
-      2) order="default none ceiling leased" ;;
-      3) order="none ceiling leased default" ;;
-      0) order="ceiling leased default none" ;;
+      1) order="leased default none ceiling pipe list" ;;
+      2) order="default none ceiling pipe list leased" ;;
+      3) order="none ceiling pipe list leased default" ;;
+      0) order="ceiling pipe list leased default none" ;;
     esac
     for m in $order; do
       case $m in
@@ -62,6 +66,8 @@ for rep in $(seq "$ROUNDS"); do
         default) job default "$procs" ;;
         none) job none "$procs" -mode none ;;
         ceiling) if [ "$procs" = 4 ]; then job ceiling 4 -mode setmaxopen; fi ;;
+        pipe) job pipe "$procs" -mode pipe ;;
+        list) job list "$procs" -mode list ;;
       esac
     done
   done
@@ -73,13 +79,13 @@ awk '{
   rps[f["procs"] " " f["mode"] " " r] = f["rows/s"]
   if (!(key in seen)) { seen[key] = 1; keys[++n] = key }
   if (r > nr) nr = r
-  share[key] = share[key] " " f["page_share"]; act[key] = act[key] " " f["pg_active_max"]
+  share[key] = share[key] " " f["page_share"]; act[key] = act[key] " " f["pg_active_max"]; slot[key] = slot[key] " " f["slot_use"]
 } END {
-  print "procs mode: rows/s over none'"'"'s per round | page share per round | pg_stat_activity max per round"
+  print "procs mode: rows/s over none'"'"'s per round | page share per round | pg_stat_activity max per round | slot use per round"
   for (k = 1; k <= n; k++) {
     split(keys[k], p, " "); line = keys[k] ":"
     for (r = 1; r <= nr; r++) { b = rps[p[1] " none " r]; line = line sprintf(" %.2f", (b > 0 ? rps[keys[k] " " r] / b : 0)) }
-    print line " |" share[keys[k]] " |" act[keys[k]]
+    print line " |" share[keys[k]] " |" act[keys[k]] " |" slot[keys[k]]
   }
 }' "$OUT/jobs.txt" | tee "$OUT/summary.txt"
 echo "output in $OUT"

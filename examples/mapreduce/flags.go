@@ -53,7 +53,7 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 	fs.Int64Var(&o.Page, "page", 2000, "rows per page (one query each)")
 	fs.DurationVar(&o.Slow, "slow", 50*time.Millisecond, "each page query takes at least this long on the database (0: no delay)")
 	fs.Float64Var(&o.Skew, "skew", 0.5, "share of the pages that the first subtask reads, as a skewed key gives one\nsubtask more than its part; the others share the rest (0: all share evenly)")
-	fs.StringVar(&o.Mode, "mode", "semaphore", "semaphore (sqlmw + Redis), setmaxopen (per-process SetMaxOpenConns(max(1, limit/workers))) or none")
+	fs.StringVar(&o.Mode, "mode", "semaphore", "semaphore (sqlmw + Redis), setmaxopen (per-process SetMaxOpenConns(max(1, limit/workers))),\npipe (limit tokens passed through an OS pipe that the workers share: the cheapest limit\nbetween processes of one machine, a ceiling for measurements), list (limit tokens in a\nRedis list, BLPOP and RPUSH: the cheapest hand-off through Redis, for measurements) or none")
 	fs.BoolVar(&o.compare, "compare", true, "with -mode semaphore: then run the same job with -mode setmaxopen and print both")
 	fs.StringVar(&o.chart, "chart", "", "draw the concurrent queries over time to this .svg or .png file")
 	fs.BoolVar(&o.Leased, "leased", false, "with -mode semaphore: the semaphore's leased-shares mode (redissem.NewLeased)")
@@ -78,8 +78,8 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 		return o, cli.Usagef("-skew %v: want a share from 0 to below 1", o.Skew)
 	case o.progress < 0:
 		return o, cli.Usagef("-progress %v: must not be negative", o.progress)
-	case o.Mode != "semaphore" && o.Mode != "setmaxopen" && o.Mode != "none":
-		return o, cli.Usagef("-mode %q: want semaphore, setmaxopen or none", o.Mode)
+	case o.Mode != "semaphore" && o.Mode != "setmaxopen" && o.Mode != "pipe" && o.Mode != "list" && o.Mode != "none":
+		return o, cli.Usagef("-mode %q: want semaphore, setmaxopen, pipe, list or none", o.Mode)
 	case o.Adaptive && o.Mode != "semaphore":
 		return o, cli.Usagef("-adaptive needs -mode semaphore")
 	case o.Driver != "sqlite" && o.Driver != "pgx":

@@ -29,7 +29,13 @@
 // function that sleeps within the statement.
 //
 // -mode setmaxopen runs the job limited only by that per-process
-// SetMaxOpenConns, and -mode none without any limit. -chart out.svg draws
+// SetMaxOpenConns, and -mode none without any limit. -mode pipe passes K
+// tokens through an OS pipe that the workers share, one read before each
+// query and one write after it: a limit between processes of one machine
+// with no network and no server, the ceiling of what any limit across
+// processes can reach. -mode list passes them through a Redis list (BLPOP
+// and RPUSH): the cheapest hand-off through Redis, with none of the
+// semaphore's guarantees. Both are for measurements. -chart out.svg draws
 // the number of queries running fleet-wide over time, for each run.
 // Workers report when each query really starts and ends on the database
 // (after its permit is granted, before it is released), so the figures
@@ -111,7 +117,7 @@ func job(ctx context.Context, o options, stdout, stderr io.Writer) (*summary, er
 	if o.Driver != "sqlite" {
 		defer dropTable(o.Driver, o.DSN, o.Table)
 	}
-	if o.Mode == "semaphore" {
+	if o.Mode == "semaphore" || o.Mode == "list" {
 		if o.Redis == "" {
 			m := miniredis.NewMiniRedis()
 			if err := m.StartAddr("127.0.0.1:0"); err != nil {
@@ -120,6 +126,8 @@ func job(ctx context.Context, o options, stdout, stderr io.Writer) (*summary, er
 			defer m.Close()
 			o.Redis = "redis://" + m.Addr()
 		}
+	}
+	if o.Mode == "semaphore" {
 		if err := setLimit(ctx, o.Redis, o.Name, o.Limit, o.Leased); err != nil {
 			return nil, err
 		}
@@ -231,12 +239,27 @@ func runWorkers(ctx context.Context, o options, col *collector, stdout, stderr i
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, o.Workers)
+	var tok *tokens
+	if o.Mode == "pipe" {
+		if tok, err = newTokenPipe(o.Limit); err != nil {
+			return err
+		}
+		defer tok.Close()
+	}
+	if o.Mode == "list" {
+		if err := newListTokens(ctx, o.Redis, o.Name+":tokens", o.Limit); err != nil {
+			return err
+		}
+	}
 	for i := range o.Workers {
 		cfg := o.workerConfig
 		cfg.Index = i
 		js, _ := json.Marshal(cfg)
 		cmd := exec.CommandContext(ctx, exe)
 		cmd.Env = append(os.Environ(), workerEnv+"="+string(js))
+		if tok != nil {
+			cmd.ExtraFiles = tok.files()
+		}
 		cmd.Stderr = stderr
 		out, err := cmd.StdoutPipe()
 		if err != nil {

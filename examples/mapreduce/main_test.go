@@ -118,6 +118,22 @@ func TestEmbeddedWithoutLimit(t *testing.T) {
 	}
 }
 
+// TestCeilingModesKeepTheLimit: -mode pipe and -mode list, the ceilings
+// for measurements, run no more than K queries at once, and read every
+// row once.
+func TestCeilingModesKeepTheLimit(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"pipe", "list"} {
+		s := runJob(t, append(small, "-mode", mode)...)
+		if s.MaxInFlight < 1 || s.MaxInFlight > 2 {
+			t.Errorf("-mode %s: max in flight = %d, want 1..2", mode, s.MaxInFlight)
+		}
+		if s.Rows != 6000 || s.Queries != 12 {
+			t.Errorf("-mode %s: %d rows in %d queries, want 6000 in 12", mode, s.Rows, s.Queries)
+		}
+	}
+}
+
 // The default job runs twice. With the semaphore the fleet never runs more
 // than K=4 queries; with the static split, SetMaxOpenConns(1) in each of 6
 // workers, it either runs more than K, or leaves K slots idle: the first

@@ -24,7 +24,7 @@ import (
 // workerConfig is what the parent tells a subtask, as JSON in workerEnv.
 type workerConfig struct {
 	Driver, DSN, Table string
-	Mode               string // semaphore, setmaxopen or none
+	Mode               string // semaphore, setmaxopen, pipe, list or none
 	Redis, Name        string
 	Limit              int64
 	Workers, Index     int     // this worker handles pagesOf(Index)
@@ -137,6 +137,7 @@ func workerMain(ctx context.Context, cfgJSON string, stdout io.Writer) error {
 	}
 
 	var db *sql.DB
+	var tok gate // -mode pipe, -mode list
 	var permitWait, permits atomic.Int64
 	stopReports := func() error { return nil } // ends what reports in the background
 	switch cfg.Mode {
@@ -168,6 +169,21 @@ func workerMain(ctx context.Context, cfgJSON string, stdout io.Writer) error {
 	case "setmaxopen":
 		db = sql.OpenDB(connector)
 		db.SetMaxOpenConns(cfg.maxOpenPerProcess())
+	case "pipe":
+		db = sql.OpenDB(connector)
+		t := inheritedTokens()
+		defer t.Close()
+		tok = t
+	case "list":
+		opt, err := redis.ParseURL(cfg.Redis)
+		if err != nil {
+			return err
+		}
+		opt.ReadTimeout = -1 // BLPOP waits as long as it must
+		client := redis.NewClient(opt)
+		defer client.Close()
+		db = sql.OpenDB(connector)
+		tok = listTokens{client, cfg.Name + ":tokens"}
 	default:
 		db = sql.OpenDB(connector)
 	}
@@ -190,7 +206,7 @@ func workerMain(ctx context.Context, cfgJSON string, stdout io.Writer) error {
 	for range cfg.Concurrency {
 		wg.Go(func() {
 			for p := range pages {
-				if err := processPage(ctx, db, cfg, p, out); err != nil {
+				if err := processPage(ctx, db, tok, cfg, p, out); err != nil {
 					errs <- err
 					return
 				}
@@ -238,8 +254,14 @@ func (cfg workerConfig) pagesOf(i int) []int64 {
 }
 
 // processPage is the map step: read one page and reduce it to a count and
-// a sum.
-func processPage(ctx context.Context, db *sql.DB, cfg workerConfig, page int64, out *reportWriter) error {
+// a sum. With tok (-mode pipe, list), the query holds one of its tokens.
+func processPage(ctx context.Context, db *sql.DB, tok gate, cfg workerConfig, page int64, out *reportWriter) error {
+	if tok != nil {
+		if err := tok.take(ctx); err != nil {
+			return fmt.Errorf("page %d: token: %w", page, err)
+		}
+		defer tok.put()
+	}
 	lo := page * cfg.Page
 	hi := min(lo+cfg.Page, cfg.Rows)
 	q, args := pageQuery(cfg.Driver, cfg.Table, lo, hi, cfg.Slow)
