@@ -15,6 +15,22 @@ import (
 	"github.com/distsem/distsem/internal/testwait"
 )
 
+// loggedPair returns two processes (slowLeased) of one leased semaphore of
+// limit, on a client that logs the share scripts it runs, and a ctx of a
+// minute.
+func loggedPair(t *testing.T, limit int64) (context.Context, *scriptLog, *redis.Client, *Leased, *Leased) {
+	log := newScriptLog()
+	c := redis.NewClient(&redis.Options{Addr: servertest.RedisAddr(t)})
+	c.AddHook(log)
+	t.Cleanup(func() { _ = c.Close() })
+	prefix := "t" + rand.Text()[:10] + ":"
+	a := slowLeased(t, c, prefix, "pair", limit)
+	b := slowLeased(t, c, prefix, "pair", limit)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx, log, c, a, b
+}
+
 // TestLeasedTryAcquireFailsAtOnceWhileOthersWait: limit 1, process A
 // holds the permit and process B waits for it in Redis. A's TryAcquire
 // fails with ErrNoPermit without running a script (the capacity A frees
@@ -23,15 +39,7 @@ import (
 // released and gave its unused share back, A's TryAcquire takes the
 // permit by a script.
 func TestLeasedTryAcquireFailsAtOnceWhileOthersWait(t *testing.T) {
-	log := newScriptLog()
-	c := redis.NewClient(&redis.Options{Addr: servertest.RedisAddr(t)})
-	c.AddHook(log)
-	t.Cleanup(func() { _ = c.Close() })
-	prefix := "t" + rand.Text()[:10] + ":"
-	a := slowLeased(t, c, prefix, "try", 1)
-	b := slowLeased(t, c, prefix, "try", 1)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx, log, c, a, b := loggedPair(t, 1)
 
 	pa, err := a.Acquire(ctx)
 	if err != nil {
@@ -101,15 +109,7 @@ func TestLeasedTryAcquireFailsAtOnceWhileOthersWait(t *testing.T) {
 // next fails at once, with no script. After B gave its unit back, and that
 // word has aged past a rebalance, A's TryAcquire takes the unit.
 func TestLeasedTryAcquireFailsAtOnceWhileTheSharesHoldTheLimit(t *testing.T) {
-	log := newScriptLog()
-	c := redis.NewClient(&redis.Options{Addr: servertest.RedisAddr(t)})
-	c.AddHook(log)
-	t.Cleanup(func() { _ = c.Close() })
-	prefix := "t" + rand.Text()[:10] + ":"
-	a := slowLeased(t, c, prefix, "full", 2)
-	b := slowLeased(t, c, prefix, "full", 2)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx, log, c, a, b := loggedPair(t, 2)
 
 	pa, err := a.Acquire(ctx)
 	if err != nil {
