@@ -21,6 +21,11 @@ type gate interface {
 // and no server, which no limit across processes can beat.
 type tokens struct{ r, w *os.File }
 
+// maxPipeTokens is the most tokens -mode pipe holds: a pipe's buffer is
+// at least 4096 bytes (PIPE_BUF), so the parent's write of the tokens
+// does not block.
+const maxPipeTokens = 4096
+
 // newTokenPipe returns a pipe holding limit tokens, whose two ends go to
 // each worker as its ExtraFiles (fds 3 and 4).
 func newTokenPipe(limit int64) (*tokens, error) {

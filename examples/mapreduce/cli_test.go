@@ -32,6 +32,7 @@ func TestCommandLine(t *testing.T) {
 		{Args: "-limit four", Stderr: `mapreduce: invalid value "four" for flag -limit: parse error (see mapreduce -h)` + "\n", Code: 2},
 		{Args: "-bogus", Stderr: "mapreduce: flag provided but not defined: -bogus (see mapreduce -h)\n", Code: 2},
 		{Args: "run", Stderr: `mapreduce: unexpected argument "run" (see mapreduce -h)` + "\n", Code: 2},
+		{Args: "-mode pipe -limit 4097", Stderr: `mapreduce: -mode pipe holds at most 4096 tokens, not -limit 4097 (see mapreduce -h)` + "\n", Code: 2},
 		{Args: "-mode fast", Stderr: `mapreduce: -mode "fast": want semaphore, setmaxopen, pipe, list or none (see mapreduce -h)` + "\n", Code: 2},
 		{Args: "-driver mysql", Stderr: `mapreduce: -driver "mysql": want sqlite or pgx (see mapreduce -h)` + "\n", Code: 2},
 		{Args: "-driver pgx", Stderr: "mapreduce: -driver pgx needs -dsn (see mapreduce -h)\n", Code: 2},

@@ -80,6 +80,8 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 		return o, cli.Usagef("-progress %v: must not be negative", o.progress)
 	case o.Mode != "semaphore" && o.Mode != "setmaxopen" && o.Mode != "pipe" && o.Mode != "list" && o.Mode != "none":
 		return o, cli.Usagef("-mode %q: want semaphore, setmaxopen, pipe, list or none", o.Mode)
+	case o.Mode == "pipe" && o.Limit > maxPipeTokens:
+		return o, cli.Usagef("-mode pipe holds at most %d tokens, not -limit %d", maxPipeTokens, o.Limit)
 	case o.Adaptive && o.Mode != "semaphore":
 		return o, cli.Usagef("-adaptive needs -mode semaphore")
 	case o.Driver != "sqlite" && o.Driver != "pgx":
