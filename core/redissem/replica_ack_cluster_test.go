@@ -42,6 +42,22 @@ func TestReplicaAckCluster(t *testing.T) {
 		return cn.ReadOnly(ctx).Err()
 	}})
 	defer replica.Close()
+	// This test stalls replicas, never a master: a master slowed by a
+	// loaded machine (a node timeout of 1s) must not be failed over.
+	for _, a := range set.Addrs[2:] {
+		rc := redis.NewClient(&redis.Options{Addr: a})
+		err := rc.ConfigSet(ctx, "cluster-replica-no-failover", "yes").Err()
+		rc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			logReplication(t, set.Addrs[own])
+			logReplication(t, set.Addrs[2+own])
+		}
+	})
 	// The slot's replica acknowledges writes; the other replica is online.
 	own0 := redis.NewClient(&redis.Options{Addr: set.Addrs[own]})
 	defer own0.Close()
