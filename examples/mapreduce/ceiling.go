@@ -91,6 +91,21 @@ func newListTokens(ctx context.Context, url, key string, limit int64) error {
 	return err
 }
 
+// tokensKey is the Redis list of -mode list's tokens.
+func (cfg workerConfig) tokensKey() string { return cfg.Name + ":tokens" }
+
+// dialListTokens connects a worker to the list of its tokens.
+func dialListTokens(cfg workerConfig) (listTokens, error) {
+	opt, err := redis.ParseURL(cfg.Redis)
+	if err != nil {
+		return listTokens{}, err
+	}
+	opt.ReadTimeout = -1 // BLPOP waits as long as it must
+	return listTokens{redis.NewClient(opt), cfg.tokensKey()}, nil
+}
+
+func (t listTokens) Close() error { return t.c.Close() }
+
 func (t listTokens) take(ctx context.Context) error {
 	return t.c.BLPop(ctx, 0, t.key).Err()
 }

@@ -247,7 +247,7 @@ func runWorkers(ctx context.Context, o options, col *collector, stdout, stderr i
 		defer tok.Close()
 	}
 	if o.Mode == "list" {
-		if err := newListTokens(ctx, o.Redis, o.Name+":tokens", o.Limit); err != nil {
+		if err := newListTokens(ctx, o.Redis, o.tokensKey(), o.Limit); err != nil {
 			return err
 		}
 	}

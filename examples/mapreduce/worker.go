@@ -175,15 +175,13 @@ func workerMain(ctx context.Context, cfgJSON string, stdout io.Writer) error {
 		defer t.Close()
 		tok = t
 	case "list":
-		opt, err := redis.ParseURL(cfg.Redis)
+		t, err := dialListTokens(cfg)
 		if err != nil {
 			return err
 		}
-		opt.ReadTimeout = -1 // BLPOP waits as long as it must
-		client := redis.NewClient(opt)
-		defer client.Close()
+		defer t.Close()
 		db = sql.OpenDB(connector)
-		tok = listTokens{client, cfg.Name + ":tokens"}
+		tok = t
 	default:
 		db = sql.OpenDB(connector)
 	}
