@@ -22,7 +22,8 @@ type leased struct {
 	keys []string // the shares hash, under the semaphore's hash tag
 	loc  *backend.Share
 
-	wake chan struct{} // pokes the loop
+	wake   chan struct{} // pokes the loop
+	retime chan struct{} // tells the loop that due moved earlier
 	// slot is held (its one place filled) by the goroutine that runs a
 	// beat: the loop, or a caller running a lean script (leanNow); st is
 	// that goroutine's.
@@ -64,8 +65,8 @@ type leased struct {
 	lastBeat   time.Time // when the last beat was sent
 	beatWanted bool      // the loop found the slot held: poke it after
 	hot        bool      // the last beat of share.lua said the fleet is hot
-	takeMiss   bool      // a take found nothing free: ask share.lua until it serves one from free capacity
-	due        time.Time // the loop's timer beats no earlier (leanNow beat)
+	queued     bool      // Redis queued this process, or could not decide by a lean script: beats run share.lua until the share covers the head waiter
+	due        time.Time // when the last beat (the loop's, or a caller's: leanNow) asked for the next
 
 	unused      chan struct{} // tells the loop that the share went unused
 	unusedArmed bool          // the loop times the unused share
@@ -87,7 +88,7 @@ func newLeased(s *Semaphore) *leased {
 	tag := s.keys[0][:len(s.keys[0])-1] // prefix{name}:
 	l := &leased{s: s, pid: s.b.newID(false), keys: []string{tag + "ls"},
 		loc:  backend.NewShare(s.label, s.limit, core.WithObserver(s.b.cfg.observer), core.WithOwner(s.b.cfg.owner)),
-		wake: make(chan struct{}, 1), slot: make(chan struct{}, 1), unused: make(chan struct{}, 1), left: make(chan struct{}, 1), held: make(map[*leasedPermit]bool),
+		wake: make(chan struct{}, 1), retime: make(chan struct{}, 1), slot: make(chan struct{}, 1), unused: make(chan struct{}, 1), left: make(chan struct{}, 1), held: make(map[*leasedPermit]bool),
 		waiting: make(map[*waitCancel]struct{}), beatDone: make(chan struct{}), limit: s.limit,
 		rebalance: shareRebalance, idle: shareIdle}
 	return l
@@ -177,10 +178,23 @@ func (l *leased) wait(ctx context.Context, try bool, weight int64, opts []core.A
 	// (demand as reported) waits for its next beat, which comes every
 	// shareRebalance while anyone wants more than its share.
 	news := l.demand > l.reported
-	// So is a caller that this process's whole share cannot serve, unless
-	// Redis knows the process is starved already: the beat queues it.
-	if !news && l.reportedNeed <= l.share {
-		news = max(weight, l.loc.State().Head) > l.share
+	head := max(weight, l.loc.State().Head)
+	switch {
+	case l.queued && head <= l.reportedNeed:
+		// Redis holds this process queued for a head at least as heavy:
+		// the hand-off serves it, and a push tells when the queue is
+		// served (pushed reports the demand then).
+		news = false
+	case l.contended && head <= l.share && time.Since(l.toldAt) < l.rebalance:
+		// Other processes are starved: shares move by hand-off only, and
+		// the release that frees a unit here reports the demand with its
+		// give-back.
+		news = false
+	case !news && l.reportedNeed <= l.share:
+		// So is a caller that this process's whole share cannot serve,
+		// unless Redis knows the process is starved already: the beat
+		// queues it.
+		news = head > l.share
 	}
 	l.mu.Unlock()
 	if outage != nil {

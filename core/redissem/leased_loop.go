@@ -58,6 +58,14 @@ func (l *leased) loop() {
 				return
 			}
 			continue
+		case <-l.retime:
+			// A caller's lean script queued this process: beat when the
+			// earliest lease that may free capacity ends.
+			l.mu.Lock()
+			d := time.Until(l.due)
+			l.mu.Unlock()
+			rearm(timer, max(d, 0))
+			continue
 		case <-unusedT.C:
 			if d := l.unusedFor(); d > 0 {
 				unusedT.Reset(d)
@@ -110,7 +118,7 @@ func (l *leased) loop() {
 		if l.stopIfLeft() {
 			return
 		}
-		next := l.beat(context.Background(), false)
+		next, _ := l.beat(context.Background(), false)
 		if l.stopIfLeft() {
 			return
 		}
@@ -131,6 +139,9 @@ func (l *leased) loop() {
 			idleSince = time.Time{}
 			l.st = beatState{}
 		}
+		l.mu.Lock()
+		l.due = time.Now().Add(next) // this beat's word supersedes a caller's older one
+		l.mu.Unlock()
 		l.unclaim()
 		rearm(timer, next)
 	}
@@ -144,17 +155,19 @@ type beatState struct {
 }
 
 // beat reports the demand and applies the share Redis answers; it returns
-// how long to sleep. A beat asked for by a give-back (giveReq) grants
-// nothing locally until the reply, and keeps only the units in use: the
-// others go back to Redis, which hands them to the starved processes
-// (share_give.lua, or share.lua where that script cannot decide). A beat
-// for a head waiter that the share cannot serve first tries to take what
-// it lacks from free capacity (share_take.lua). The caller holds the slot;
-// ctx bounds the round trip (ended: not a backend failure). With leanOnly
+// how long to sleep, and whether the next beat is urgent: share.lua is to
+// decide, the shares are to move (hot), or the beat failed. A beat asked
+// for by a give-back (giveReq) grants nothing locally until the reply,
+// and keeps only the units in use: the others go back to Redis, which
+// hands them to the starved processes (share_give.lua, or share.lua where
+// that script cannot decide). A beat for a head waiter that the share
+// cannot serve first asks for what it lacks (share_take.lua: a take of
+// free capacity, or a place in the fleet's queue). The caller holds the
+// slot; ctx bounds the round trip (ended: not a backend failure). With leanOnly
 // (run by a release or an Acquire, not by the loop) it runs a lean script
 // alone, and leaves to the loop what that script cannot decide, returning
 // 0.
-func (l *leased) beat(ctx context.Context, leanOnly bool) time.Duration {
+func (l *leased) beat(ctx context.Context, leanOnly bool) (time.Duration, bool) {
 	b := l.s.b
 	ttl := b.cfg.leaseTTL
 	st := &l.st
@@ -169,7 +182,7 @@ func (l *leased) beat(ctx context.Context, leanOnly bool) time.Duration {
 	if give {
 		l.applyLocked() // grant nothing here until the reply
 	}
-	known, share, takeMiss := l.ver, l.share, l.takeMiss
+	known := l.ver
 	ls := l.loc.State()
 	inUse, waiting := ls.InUse, ls.WaitN
 	demand = max(demand, inUse+ls.WaitW)
@@ -200,11 +213,11 @@ func (l *leased) beat(ctx context.Context, leanOnly bool) time.Duration {
 	if lean != nil {
 		r, err = l.runLean(ctx, ttl/3, lean, a, epoch)
 		if lean == scriptShareTake && err == nil && r.code == 0 {
-			// Nothing free (a process holds the capacity, or queues
-			// for it): while that lasts, a take is a wasted round trip
-			// before share.lua queues this process.
+			// share.lua is to decide (this beat, or the loop's next):
+			// until it serves the head waiter, the ask is a wasted
+			// round trip.
 			l.mu.Lock()
-			l.takeMiss = true
+			l.queued = true
 			l.mu.Unlock()
 		}
 	}
@@ -214,7 +227,7 @@ func (l *leased) beat(ctx context.Context, leanOnly bool) time.Duration {
 		l.giving, l.giveReq, l.leanFull = false, give, lean != nil
 		l.applyLocked()
 		l.mu.Unlock()
-		return 0 // no beat done: a TryAcquire waits for the loop's
+		return 0, true // no beat done: a TryAcquire waits for the loop's
 	}
 	full := err == nil && r.code == 0 // share.lua decides
 	if full {
@@ -246,21 +259,21 @@ func (l *leased) beat(ctx context.Context, leanOnly bool) time.Duration {
 		if lose {
 			l.loseAll()
 		}
-		return min(ttl/3, 100*time.Millisecond)
+		return min(ttl/3, 100*time.Millisecond), true
 	}
 	if r.code == shareLeft {
 		// Idle, it gave its whole share back and left: the next demand
 		// registers it anew (the loop stops if none came meanwhile).
 		*st = beatState{}
 		l.mu.Lock()
-		l.registered, l.share, l.ver, l.giving, l.contended, l.hot = false, 0, 0, false, false, false
+		l.registered, l.share, l.ver, l.giving, l.contended, l.hot, l.queued = false, 0, 0, false, false, false, false
 		l.applyLocked()
 		again := l.demand > 0
 		l.mu.Unlock()
 		if again {
 			l.poke() // callers came meanwhile: the next beat registers the process
 		}
-		return ttl / 3
+		return ttl / 3, false
 	}
 	anew := (r.code == shareNew || r.epoch != st.epoch) && st.registered
 	if r.code == shareNew || r.epoch != st.epoch {
@@ -297,9 +310,7 @@ func (l *leased) beat(ctx context.Context, leanOnly bool) time.Duration {
 	if head := l.loc.State().Head; head > l.share && head != l.reportedNeed {
 		l.poke() // a caller queued meanwhile that the share cannot serve
 	}
-	if full && takeMiss && need > share && r.share >= need && !r.contended {
-		l.takeMiss = false // served from free capacity: a take would have been
-	}
+	l.queued = l.share < need // queued in Redis, where share.lua serves it
 	if full {
 		// share.lua decided, and said whether the fleet is hot. A lean script
 		// does not know, and keeps what the last full beat said.
@@ -316,15 +327,15 @@ func (l *leased) beat(ctx context.Context, leanOnly bool) time.Duration {
 		// capacity ends, in case its process died.
 		next = min(next, r.soon+time.Millisecond)
 	}
-	return next
+	return next, hot || shrink
 }
 
-// takesLocked reports whether a head caller that needs need takes it from
-// free capacity by share_take.lua: the share cannot serve it, nobody is
-// known to be starved, and the last take did not find nothing free
-// (takeMiss). l.mu is held.
+// takesLocked reports whether a head caller that needs need asks for it by
+// share_take.lua (a take of free capacity, or a place in the fleet's
+// queue): the share cannot serve it, and Redis does not hold this process
+// queued already (queued). l.mu is held.
 func (l *leased) takesLocked(need int64) bool {
-	return need > l.share && !l.contended && !l.takeMiss
+	return need > l.share && !l.queued
 }
 
 // needLocked returns the weight of the head caller, queued here (ls) or,

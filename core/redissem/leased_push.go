@@ -69,10 +69,18 @@ func (l *leased) pushed(share int64, contended bool, ver int64) {
 		l.cap = max(l.cap, share) // handed to it: its to use
 	}
 	l.ver, l.share, l.contended = ver, share, contended
+	if share >= l.reportedNeed {
+		l.queued = false // served: the next ask may take or queue by itself
+	}
 	l.toldAt = time.Now()
 	l.pushes++
 	l.applyLocked()
 	l.checkGiveLocked()
+	if !contended && l.demand > l.reported {
+		// The queue is served: the shares follow the targets again, for
+		// a demand that this process did not report while it was queued.
+		l.poke()
+	}
 }
 
 // applyLocked makes the local share what Redis holds for this process,
@@ -88,6 +96,7 @@ func (l *leased) applyLocked() {
 		local = 0
 	}
 	l.loc.Set(l.limit, local)
+
 }
 
 // checkGiveLocked asks the loop to give back the share this process does
@@ -165,9 +174,9 @@ func (l *leased) leanNow(ctx context.Context, take bool) bool {
 		if ctx.Err() != nil {
 			ctx = context.WithoutCancel(ctx)
 		}
-		next := l.beat(ctx, true)
+		next, urgent := l.beat(ctx, true)
 		l.mu.Lock()
-		if next < l.s.b.cfg.leaseTTL/3 {
+		if urgent {
 			// The shares are to move faster than the loop beats (hot),
 			// or share.lua is to decide: the loop's next beat does.
 			l.beatWanted = true
@@ -176,6 +185,12 @@ func (l *leased) leanNow(ctx context.Context, take bool) bool {
 			l.due = time.Now().Add(next)
 		}
 		l.mu.Unlock()
+		if !urgent && next < l.s.b.cfg.leaseTTL/3 {
+			select { // queued: the loop beats when a lease may end
+			case l.retime <- struct{}{}:
+			default:
+			}
+		}
 	}
 	l.unclaim()
 	return run
