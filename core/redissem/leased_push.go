@@ -8,8 +8,9 @@ import (
 )
 
 // The leased mode's hand-off: when a process is starved (its head waiter
-// needs more than its whole share), share.lua queues it in Redis and hands
-// it freed units as they come, publishing "pid:share*2+c:version" on its
+// needs more than its whole share), share_take.lua (or share.lua, where
+// that script cannot decide) queues it in Redis, and share_give.lua (or
+// share.lua) hands it freed units as they come, publishing "pid:share*2+c:version" on its
 // channel (the default mode's subscription carries it); the process
 // applies the share at once and grants from it. c tells it that another
 // process is starved: it then gives back, in the release itself, the
@@ -140,10 +141,10 @@ func (l *leased) unclaim() {
 // leanNow runs a beat's lean script in the caller's goroutine, without a
 // hop to the loop, and reports whether it ran it: for a release, the
 // give-back of the share not in use (share_give.lua) that the release
-// asked for; for an Acquire (take) that the share cannot serve, the take
-// of what its head waiter lacks from free capacity (share_take.lua). What
-// the script cannot decide, the loop does (share.lua), so the caller waits
-// for one round trip at most. If a beat is in flight, leanNow does nothing:
+// asked for; for an Acquire (take) that the share cannot serve, the ask
+// for what its head waiter lacks, from free capacity or by a place in the
+// fleet's queue (share_take.lua). What the script cannot decide, the loop
+// does (share.lua), so the caller waits for one round trip at most. If a beat is in flight, leanNow does nothing:
 // that beat's goroutine sees a give-back asked for when it ends and pokes
 // the loop. In an outage the loop alone beats (a give-back pokes it). The
 // round trip is bounded by ctx (a release's, without its cancellation if

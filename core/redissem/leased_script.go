@@ -15,8 +15,9 @@ import (
 // (lua/const.lua), the fleet's queue (lua/share_queue.lua) and the format
 // of an entry (lua/share_entry.lua): share.lua takes every decision about
 // shares; share_give.lua (a give-back) and share_take.lua (a take of free
-// capacity) each take one, reading only the entries they change, and leave
-// to share.lua what they cannot decide so.
+// capacity, or a place in the fleet's queue) each take one, reading only
+// the entries they need, and leave to share.lua what they cannot decide
+// so.
 var (
 	//go:embed lua/share.lua
 	luaShare string
