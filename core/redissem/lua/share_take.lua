@@ -18,6 +18,9 @@
 -- yet, as share.lua does. While the queue is not empty every holder that
 -- is not queued has been told already (share.lua, share_give.lua and this
 -- script keep that), so a process that queues behind others tells nobody.
+-- (share.lua would also tell a queued process that holds part of what its
+-- head waiter needs; untold, it keeps that part and its place, ahead of
+-- the caller, as it would once told.)
 -- leased_script.go puts const.lua, share_queue.lua and share_entry.lua first.
 -- KEYS: 1 S, share.lua's hash.
 -- ARGV: 1 pid, 2 demand, 3 keep, 4 in use, 5 the callers queued locally,
