@@ -174,28 +174,7 @@ func (l *leased) noRoom() string {
 func (l *leased) wait(ctx context.Context, try bool, weight int64, opts []core.AcquireOption) (*core.Permit, error) {
 	l.mu.Lock()
 	gen, outage := l.beatGen, l.outage()
-	// Ask Redis at once only if this demand is news: a saturated process
-	// (demand as reported) waits for its next beat, which comes every
-	// shareRebalance while anyone wants more than its share.
-	news := l.demand > l.reported
-	head := max(weight, l.loc.State().Head)
-	switch {
-	case l.queued && head <= l.reportedNeed:
-		// Redis holds this process queued for a head at least as heavy:
-		// the hand-off serves it, and a push tells when the queue is
-		// served (pushed reports the demand then).
-		news = false
-	case l.contended && head <= l.share && time.Since(l.toldAt) < l.rebalance:
-		// Other processes are starved: shares move by hand-off only, and
-		// the release that frees a unit here reports the demand with its
-		// give-back.
-		news = false
-	case !news && l.reportedNeed <= l.share:
-		// So is a caller that this process's whole share cannot serve,
-		// unless Redis knows the process is starved already: the beat
-		// queues it.
-		news = head > l.share
-	}
+	news := l.newsLocked(max(weight, l.loc.State().Head))
 	l.mu.Unlock()
 	if outage != nil {
 		return nil, outage
@@ -206,7 +185,13 @@ func (l *leased) wait(ctx context.Context, try bool, weight int64, opts []core.A
 		return nil, err
 	}
 	if (news || try) && !l.leanNow(ctx, true) {
-		l.poke()
+		l.mu.Lock()
+		// (A beat that ended meanwhile may have said all there was to say.)
+		news = l.newsLocked(max(weight, l.loc.State().Head))
+		l.mu.Unlock()
+		if news || try {
+			l.poke()
+		}
 	}
 	if try {
 		// Wait for a beat that counted this call's demand.
@@ -251,6 +236,34 @@ func (l *leased) wait(ctx context.Context, try bool, weight int64, opts []core.A
 		return nil, ctxError(ctx, l.s.name)
 	}
 	return p, err
+}
+
+// newsLocked reports whether a beat would tell Redis what it needs to know
+// of a caller whose weight, or the local head's, is head: a demand above
+// what the last beat reported, which the shares follow (a saturated
+// process waits for its next beat, which comes every shareRebalance while
+// anyone wants more than its share), or a head that this process's whole
+// share cannot serve (the beat asks for what it lacks). l.mu is held.
+func (l *leased) newsLocked(head int64) bool {
+	switch {
+	case l.queued && head <= l.reportedNeed:
+		// Redis holds this process queued for a head at least as heavy:
+		// the hand-off serves it, and a push tells when the queue is
+		// served (pushed reports the demand then).
+		return false
+	case head <= l.share && l.share >= l.limit:
+		// The share is the whole limit: no beat can grow it.
+		return false
+	case l.contended && head <= l.share && time.Since(l.toldAt) < l.rebalance:
+		// Other processes are starved: shares move by hand-off only, and
+		// the release that frees a unit here reports the demand with its
+		// give-back.
+		return false
+	case l.demand > l.reported:
+		return true
+	}
+	// Redis knows already if the process is starved: the beat queued it.
+	return l.reportedNeed <= l.share && head > l.share
 }
 
 // outage returns, while the process is down, errShareOutage wrapping the

@@ -311,11 +311,17 @@ func (l *leased) beat(ctx context.Context, leanOnly bool) (time.Duration, bool) 
 		l.poke() // a caller queued meanwhile that the share cannot serve
 	}
 	l.queued = l.share < need // queued in Redis, where share.lua serves it
-	if full {
-		// share.lua decided, and said whether the fleet is hot. A lean script
-		// does not know, and keeps what the last full beat said.
+	switch {
+	case full:
+		// share.lua decided, and said whether the fleet is hot.
 		l.hot = r.hot
+	case r.contended || l.queued:
+		// Someone is starved: the shares move by hand-off, not to their
+		// targets, as share.lua would say.
+		l.hot = false
 	}
+	// Else a lean script does not know, and keeps what the last full beat
+	// said.
 	hot, shrink := l.hot || r.hot, l.shrink
 	l.mu.Unlock()
 	next := ttl / 3

@@ -77,9 +77,10 @@ func (l *leased) pushed(share int64, contended bool, ver int64) {
 	l.pushes++
 	l.applyLocked()
 	l.checkGiveLocked()
-	if !contended && l.demand > l.reported {
+	if !contended && l.demand > l.reported && l.share < l.limit {
 		// The queue is served: the shares follow the targets again, for
-		// a demand that this process did not report while it was queued.
+		// a demand that this process did not report while it was queued
+		// (and that a larger share could serve).
 		l.poke()
 	}
 }
@@ -144,9 +145,11 @@ func (l *leased) unclaim() {
 // asked for; for an Acquire (take) that the share cannot serve, the ask
 // for what its head waiter lacks, from free capacity or by a place in the
 // fleet's queue (share_take.lua). What the script cannot decide, the loop
-// does (share.lua), so the caller waits for one round trip at most. If a beat is in flight, leanNow does nothing:
-// that beat's goroutine sees a give-back asked for when it ends and pokes
-// the loop. In an outage the loop alone beats (a give-back pokes it). The
+// does (share.lua), so the caller waits for one round trip at most. If a
+// beat is in flight, a release's leanNow does nothing: that beat's
+// goroutine sees a give-back asked for when it ends and pokes the loop; an
+// Acquire's waits for that beat to end (or for its ctx, or Close) and
+// then decides by what it said. In an outage the loop alone beats (a give-back pokes it). The
 // round trip is bounded by ctx (a release's, without its cancellation if
 // it is done already, as the default mode's release) and the operation
 // timeout.
@@ -157,10 +160,22 @@ func (l *leased) leanNow(ctx context.Context, take bool) bool {
 		}
 		return false
 	}
-	select {
-	case l.slot <- struct{}{}:
-	default:
-		return false
+	if take {
+		// An Acquire waits for a beat in flight, bounded by its ctx, and
+		// then decides by what that beat said.
+		select {
+		case l.slot <- struct{}{}:
+		case <-ctx.Done():
+			return false
+		case <-l.s.b.stop:
+			return false
+		}
+	} else {
+		select {
+		case l.slot <- struct{}{}:
+		default:
+			return false
+		}
 	}
 	l.mu.Lock()
 	run := l.running && !l.closed
