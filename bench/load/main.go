@@ -302,6 +302,7 @@ func parent(c config) error {
 		served[[2]int32{e.Proc, e.Gor}] = true
 	}
 	starved := len(workers) - len(served)
+	pending := unfinished(events, workers, start, start+int64(c.duration))
 	// Every grant after the start counts: the commands were counted from
 	// the start to the last worker's exit.
 	grants := 0
@@ -334,6 +335,7 @@ func parent(c config) error {
 	if errCount > 0 {
 		fmt.Printf("!!!!! %d acquire/release errors (see stderr) !!!!!\n", errCount)
 	}
+	fmt.Printf("longest Acquire still waiting at the end: %v\n", pending.Round(time.Microsecond))
 	rep.Print(os.Stdout)
 	fmt.Printf("cpu (cores busy): machine %.2f = workers %.2f + redis %.2f + other %.2f\n", cpuMachine, cpuWorkers, cpuRedis, cpuOther)
 	if cmdsPerAcq > 0 {
@@ -349,7 +351,7 @@ func parent(c config) error {
 		b, _ := json.Marshal(result{
 			Label: c.label, Backend: c.backend, Rep: c.rep, Procs: c.procs, Workers: c.workers,
 			Limit: c.limit, Hold: c.hold, Duration: c.duration, Errors: errCount, Report: rep,
-			Sems: c.sems, Cluster: c.cluster != "", Starved: starved,
+			Sems: c.sems, Cluster: c.cluster != "", Starved: starved, Pending: pending,
 			CPUMachine: cpuMachine, CPUWorkers: cpuWorkers, CPURedis: cpuRedis, CPUOther: cpuOther,
 			CmdsPerAcq: cmdsPerAcq, ScriptsPerAcq: scriptsPerAcq, UsecPerEval: usecPerEval, RedisUsPerAcq: redisUsPerAcq,
 		})
@@ -361,4 +363,25 @@ func parent(c config) error {
 		return errors.New("limit violated")
 	}
 	return nil
+}
+
+// unfinished returns the longest time that a worker goroutine spent in an
+// Acquire that had not returned when the run ended at end: from its last
+// release (or from start, if it had no grant) to end. The waits of the
+// grants do not show a worker stuck until the end, nor Jain's index one
+// stuck for part of the run only.
+func unfinished(events []analyze.Event, workers []analyze.Worker, start, end int64) time.Duration {
+	last := make(map[analyze.Worker]int64, len(workers))
+	for _, w := range workers {
+		last[w] = start
+	}
+	for _, e := range events {
+		k := analyze.Worker{Proc: e.Proc, Gor: e.Gor}
+		last[k] = max(last[k], e.RelDone)
+	}
+	var longest int64
+	for _, t := range last {
+		longest = max(longest, end-t)
+	}
+	return time.Duration(longest)
 }

@@ -34,6 +34,7 @@ var metrics = []metric{
 		return float64(r.WaitP99) / float64(r.WaitP50)
 	}, "%.2f"},
 	{"wait max (ms)", func(r result) float64 { return msOf(r.WaitMax) }, "%.3f"},
+	{"longest Acquire unfinished at the end (ms)", func(r result) float64 { return msOf(r.Pending) }, "%.3f"},
 	{"max holders", func(r result) float64 { return float64(r.MaxHolders) }, "%.0f"},
 	{"Jain", func(r result) float64 { return r.Jain }, "%.4f"},
 	{"self-handoff share", func(r result) float64 { return r.SelfHandoff }, "%.4f"},
@@ -207,6 +208,10 @@ type result struct {
 	// Starved is the number of goroutines that got no grant in the whole
 	// run (their waits are missing from the wait percentiles).
 	Starved int `json:"starved"`
+	// Pending is the longest time a goroutine spent in an Acquire that had
+	// not returned when the run ended (a stall that the waits of the
+	// grants do not show).
+	Pending time.Duration `json:"pending_max"`
 	// Average cores busy during the run (start instant to the last
 	// worker's exit): the whole machine, the worker processes,
 	// redis-server, and the rest (other jobs on the machine).

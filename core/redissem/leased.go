@@ -49,6 +49,7 @@ type leased struct {
 	// The share as Redis holds it, from the last reply or push (the newest
 	// version wins), and what the local share is made of (applyLocked).
 	registered bool      // the process holds an entry of a valid epoch
+	leftVer    int64     // the last version of the entry it left (a give-back's code 3): notes up to it are stale
 	share      int64     // this process's share in Redis
 	ver        int64     // its version
 	limit      int64     // the fleet-wide limit
@@ -251,7 +252,7 @@ func (l *leased) newsLocked(head int64) bool {
 		// the hand-off serves it, and a push tells when the queue is
 		// served (pushed reports the demand then).
 		return false
-	case head <= l.share && l.share >= l.limit:
+	case l.registered && head <= l.share && l.share >= l.limit:
 		// The share is the whole limit: no beat can grow it.
 		return false
 	case l.contended && head <= l.share && time.Since(l.toldAt) < l.rebalance:

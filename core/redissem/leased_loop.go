@@ -266,6 +266,7 @@ func (l *leased) beat(ctx context.Context, leanOnly bool) (time.Duration, bool) 
 		// registers it anew (the loop stops if none came meanwhile).
 		*st = beatState{}
 		l.mu.Lock()
+		l.leftVer = max(l.leftVer, l.ver, r.ver) // the notes to the entry it left are stale
 		l.registered, l.share, l.ver, l.giving, l.contended, l.hot, l.queued = false, 0, 0, false, false, false, false
 		l.applyLocked()
 		again := l.demand > 0
@@ -288,7 +289,7 @@ func (l *leased) beat(ctx context.Context, leanOnly bool) (time.Duration, bool) 
 	}
 	st.registered, st.lastOK = true, sent
 	l.mu.Lock()
-	l.registered = true
+	l.registered, l.leftVer = true, 0
 	if anew {
 		l.ver = 0 // registered anew: the versions may have started anew
 	}

@@ -60,8 +60,8 @@ func leasedPushes(notes []grantNote) []grantNote {
 func (l *leased) pushed(share int64, contended bool, ver int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed || ver < l.ver {
-		return // stale: a reply or a later note said more
+	if l.closed || ver < l.ver || !l.registered && ver <= l.leftVer {
+		return // stale: a reply or a later note said more, or it was sent to an entry this process left
 	}
 	// Before the reply that registers the process, the note is kept (its
 	// version is newer) and applied with that reply.
