@@ -163,10 +163,10 @@ type beatState struct {
 // that script cannot decide). A beat for a head waiter that the share
 // cannot serve first asks for what it lacks (share_take.lua: a take of
 // free capacity, or a place in the fleet's queue). The caller holds the
-// slot; ctx bounds the round trip (ended: not a backend failure). With leanOnly
-// (run by a release or an Acquire, not by the loop) it runs a lean script
-// alone, and leaves to the loop what that script cannot decide, returning
-// 0.
+// slot; ctx bounds the round trip (ended: not a backend failure). With
+// leanOnly (run by a release or an Acquire, not by the loop) it runs a
+// lean script alone, and leaves to the loop what that script cannot
+// decide, returning 0.
 func (l *leased) beat(ctx context.Context, leanOnly bool) (time.Duration, bool) {
 	b := l.s.b
 	ttl := b.cfg.leaseTTL

@@ -10,11 +10,11 @@ import (
 // The leased mode's hand-off: when a process is starved (its head waiter
 // needs more than its whole share), share_take.lua (or share.lua, where
 // that script cannot decide) queues it in Redis, and share_give.lua (or
-// share.lua) hands it freed units as they come, publishing "pid:share*2+c:version" on its
-// channel (the default mode's subscription carries it); the process
-// applies the share at once and grants from it. c tells it that another
-// process is starved: it then gives back, in the release itself, the
-// units it does not use (see release and beat).
+// share.lua) hands it freed units as they come, publishing
+// "pid:share*2+c:version" on its channel (the default mode's subscription
+// carries it); the process applies the share at once and grants from it.
+// c tells it that another process is starved: it then gives back, in the
+// release itself, the units it does not use (see release and beat).
 
 // pushRoutes maps a leased process's pid to its *leased, for the notes
 // published to it; routed counts the entries, so that the default mode
@@ -61,7 +61,9 @@ func (l *leased) pushed(share int64, contended bool, ver int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed || ver < l.ver || !l.registered && ver <= l.leftVer {
-		return // stale: a reply or a later note said more, or it was sent to an entry this process left
+		// Stale: a reply or a later note said more, or it was sent to an
+		// entry that this process left.
+		return
 	}
 	// Before the reply that registers the process, the note is kept (its
 	// version is newer) and applied with that reply.
@@ -98,7 +100,6 @@ func (l *leased) applyLocked() {
 		local = 0
 	}
 	l.loc.Set(l.limit, local)
-
 }
 
 // checkGiveLocked asks the loop to give back the share this process does
@@ -149,10 +150,10 @@ func (l *leased) unclaim() {
 // beat is in flight, a release's leanNow does nothing: that beat's
 // goroutine sees a give-back asked for when it ends and pokes the loop; an
 // Acquire's waits for that beat to end (or for its ctx, or Close) and
-// then decides by what it said. In an outage the loop alone beats (a give-back pokes it). The
-// round trip is bounded by ctx (a release's, without its cancellation if
-// it is done already, as the default mode's release) and the operation
-// timeout.
+// then decides by what it said. In an outage the loop alone beats (a
+// give-back pokes it). The round trip is bounded by ctx (a release's,
+// without its cancellation if it is done already, as the default mode's
+// release) and the operation timeout.
 func (l *leased) leanNow(ctx context.Context, take bool) bool {
 	if !l.s.b.brk.down().IsZero() {
 		if !take {
