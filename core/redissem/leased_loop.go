@@ -99,19 +99,11 @@ func (l *leased) loop() {
 				}
 			}
 		}
-		select {
-		case l.slot <- struct{}{}:
-		default:
+		if !l.claim(poked) {
 			// A caller runs a lean script (leanNow). That beat stands
 			// for one that the timer asked for (it sets due, or asks
 			// for a beat if share.lua is to decide); a poke is news,
-			// and the caller pokes the loop when done. The timer is a
-			// safety net.
-			if poked {
-				l.mu.Lock()
-				l.beatWanted = true
-				l.mu.Unlock()
-			}
+			// and the caller pokes the loop when done.
 			rearm(timer, shareRebalance)
 			continue
 		}
@@ -144,6 +136,34 @@ func (l *leased) loop() {
 		l.mu.Unlock()
 		l.unclaim()
 		rearm(timer, next)
+	}
+}
+
+// claim takes the slot for a beat of the loop, and reports whether it
+// did. If a caller holds it, a poke (news) asks that caller for a beat
+// after its own (beatWanted). unclaim reads beatWanted after it frees the
+// slot, so either the caller sees it, or the second try finds the slot
+// free.
+func (l *leased) claim(poked bool) bool {
+	select {
+	case l.slot <- struct{}{}:
+		return true
+	default:
+	}
+	if !poked {
+		return false
+	}
+	l.mu.Lock()
+	l.beatWanted = true
+	l.mu.Unlock()
+	select {
+	case l.slot <- struct{}{}:
+		l.mu.Lock()
+		l.beatWanted = false
+		l.mu.Unlock()
+		return true
+	default:
+		return false
 	}
 }
 

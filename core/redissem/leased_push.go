@@ -128,13 +128,15 @@ func rearm(t *time.Timer, d time.Duration) {
 }
 
 // unclaim frees the slot and pokes the loop if a beat is due: the loop
-// found the slot held, or a release asked for a give-back meanwhile.
+// found the slot held, or a release asked for a give-back meanwhile. It
+// reads both after it frees the slot: whoever asked before found the slot
+// held, and whoever asks after finds it free (claim, leanNow).
 func (l *leased) unclaim() {
+	<-l.slot
 	l.mu.Lock()
 	want := l.beatWanted || l.giveReq
 	l.beatWanted = false
 	l.mu.Unlock()
-	<-l.slot
 	if want {
 		l.poke()
 	}
