@@ -66,7 +66,6 @@ type leased struct {
 	lastBeat   time.Time // when the last beat was sent
 	beatWanted bool      // the loop found the slot held: poke it after
 	hot        bool      // the last beat of share.lua said the fleet is hot
-	queued     bool      // Redis queued this process, or could not decide by a lean script: beats run share.lua until the share covers the head waiter
 	due        time.Time // when the last beat (the loop's, or a caller's: leanNow) asked for the next
 
 	unused      chan struct{} // tells the loop that the share went unused
@@ -247,7 +246,7 @@ func (l *leased) wait(ctx context.Context, try bool, weight int64, opts []core.A
 // share cannot serve (the beat asks for what it lacks). l.mu is held.
 func (l *leased) newsLocked(head int64) bool {
 	switch {
-	case l.queued && head <= l.reportedNeed:
+	case l.queuedLocked() && head <= l.reportedNeed:
 		// Redis holds this process queued for a head at least as heavy:
 		// the hand-off serves it, and a push tells when the queue is
 		// served (pushed reports the demand then).
@@ -264,7 +263,16 @@ func (l *leased) newsLocked(head int64) bool {
 		return true
 	}
 	// Redis knows already if the process is starved: the beat queued it.
-	return l.reportedNeed <= l.share && head > l.share
+	return !l.queuedLocked() && head > l.share
+}
+
+// queuedLocked reports whether Redis holds this process queued: its last
+// beat reported a head caller that its share, as Redis last said, cannot
+// serve (or a lean script left that beat to share.lua). Until the share
+// covers that head, the hand-off serves it, and a take would be a wasted
+// round trip. l.mu is held.
+func (l *leased) queuedLocked() bool {
+	return l.reportedNeed > l.share
 }
 
 // outage returns, while the process is down, errShareOutage wrapping the

@@ -232,14 +232,6 @@ func (l *leased) beat(ctx context.Context, leanOnly bool) (time.Duration, bool) 
 	}
 	if lean != nil {
 		r, err = l.runLean(ctx, ttl/3, lean, a, epoch)
-		if lean == scriptShareTake && err == nil && r.code == 0 {
-			// share.lua is to decide (this beat, or the loop's next):
-			// until it serves the head waiter, the ask is a wasted
-			// round trip.
-			l.mu.Lock()
-			l.queued = true
-			l.mu.Unlock()
-		}
 	}
 	if leanOnly && (lean == nil || err == nil && r.code == 0) {
 		// share.lua is to decide: the loop runs it (see leanNow).
@@ -287,7 +279,7 @@ func (l *leased) beat(ctx context.Context, leanOnly bool) (time.Duration, bool) 
 		*st = beatState{}
 		l.mu.Lock()
 		l.leftVer = max(l.leftVer, l.ver, r.ver) // the notes to the entry it left are stale
-		l.registered, l.share, l.ver, l.giving, l.contended, l.hot, l.queued = false, 0, 0, false, false, false, false
+		l.registered, l.share, l.ver, l.giving, l.contended, l.hot = false, 0, 0, false, false, false
 		l.applyLocked()
 		again := l.demand > 0
 		l.mu.Unlock()
@@ -331,12 +323,11 @@ func (l *leased) beat(ctx context.Context, leanOnly bool) (time.Duration, bool) 
 	if head := l.loc.State().Head; head > l.share && head != l.reportedNeed {
 		l.poke() // a caller queued meanwhile that the share cannot serve
 	}
-	l.queued = l.share < need // queued in Redis, where share.lua serves it
 	switch {
 	case full:
 		// share.lua decided, and said whether the fleet is hot.
 		l.hot = r.hot
-	case r.contended || l.queued:
+	case r.contended || l.queuedLocked():
 		// Someone is starved: the shares move by hand-off, not to their
 		// targets, as share.lua would say.
 		l.hot = false
@@ -360,9 +351,9 @@ func (l *leased) beat(ctx context.Context, leanOnly bool) (time.Duration, bool) 
 // takesLocked reports whether a head caller that needs need asks for it by
 // share_take.lua (a take of free capacity, or a place in the fleet's
 // queue): the share cannot serve it, and Redis does not hold this process
-// queued already (queued). l.mu is held.
+// queued already (queuedLocked). l.mu is held.
 func (l *leased) takesLocked(need int64) bool {
-	return need > l.share && !l.queued
+	return need > l.share && !l.queuedLocked()
 }
 
 // needLocked returns the weight of the head caller, queued here (ls) or,

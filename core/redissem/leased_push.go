@@ -72,9 +72,6 @@ func (l *leased) pushed(share int64, contended bool, ver int64) {
 		l.cap = max(l.cap, share) // handed to it: its to use
 	}
 	l.ver, l.share, l.contended = ver, share, contended
-	if share >= l.reportedNeed {
-		l.queued = false // served: the next ask may take or queue by itself
-	}
 	l.toldAt = time.Now()
 	l.pushes++
 	l.applyLocked()
