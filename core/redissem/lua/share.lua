@@ -303,10 +303,7 @@ if not pinned then
   writes[#writes + 1] = int(last + GRACE)
 end
 if #writes > 0 then redis.call('HSET', S, unpack(writes)) end
-for _, e in ipairs(notes) do
-  local ch = chans[e.pid]
-  if ch then SHARE_PUBLISH(ch, e.pid .. ':' .. int(e.share * 2 + e.told) .. ':' .. int(e.ver)) end
-end
+for _, e in ipairs(notes) do SHARE_NOTE(chans[e.pid], e) end
 
 local myshare, myepoch, myinuse, mywaiting, myver, mytold = 0, 0, 0, 0, 0, 0
 if me then

@@ -119,7 +119,7 @@ local expire = not leave and EXTEND(got[5], got[6], me.exp, writes)
 redis.call('HSET', S, unpack(writes))
 if leave then redis.call('HDEL', S, 'p:' .. pid, 'o:' .. pid, 'c:' .. pid) end
 for _, e in ipairs(served) do
-  if e.ch then SHARE_PUBLISH(e.ch, string.format('%s:%d:%d', e.pid, e.share * 2 + e.told, e.ver)) end
+  SHARE_NOTE(e.ch, e)
 end
 if expire then redis.call('PEXPIREAT', S, expire) end
 local free = -1 -- unknown

@@ -7,8 +7,13 @@
 -- Its entry's qat is the Redis TIME (µs) at which it was first seen so;
 -- the queue is the starved entries in qat order (then pid order).
 
-local function SHARE_PUBLISH(ch, msg)
-  return redis.call(string.find(ch, '{', 1, true) and 'SPUBLISH' or 'PUBLISH', ch, msg)
+-- SHARE_NOTE tells the process of entry e, on its channel ch (nothing if
+-- it has none), its share, whether another process is starved (told) and
+-- the version: "pid:share*2+told:ver" (leased_push.go reads it).
+local function SHARE_NOTE(ch, e)
+  if not ch then return end
+  redis.call(string.find(ch, '{', 1, true) and 'SPUBLISH' or 'PUBLISH', ch,
+    string.format('%s:%d:%d', e.pid, e.share * 2 + e.told, e.ver))
 end
 
 -- STARVED(procs) lists the starved entries, oldest first.

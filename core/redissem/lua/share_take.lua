@@ -170,7 +170,7 @@ local expire = EXTEND(got[5], got[6], me.exp, writes)
 redis.call('HSET', S, unpack(writes))
 if expire then redis.call('PEXPIREAT', S, expire) end
 for _, e in ipairs(notes) do
-  if e.ch then SHARE_PUBLISH(e.ch, string.format('%s:%d:%d', e.pid, e.share * 2 + e.told, e.ver)) end
+  SHARE_NOTE(e.ch, e)
 end
 local hot = 0
 if demand > me.share and sum < limit then hot = 1 end
