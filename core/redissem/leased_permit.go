@@ -1,0 +1,94 @@
+package redissem
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/backend"
+)
+
+// hold wraps the local permit in (fresh: its demand is not counted yet).
+func (l *leased) hold(ctx context.Context, inner *core.Permit, fresh bool) (*core.Permit, error) {
+	p := &leasedPermit{l: l, inner: inner, weight: inner.Weight(), lost: make(chan struct{}), ctx: ctx}
+	p.p = backend.NewPermit(p, backend.Grant{Weight: p.weight, Token: inner.Token(), Lost: p.lost})
+	l.mu.Lock()
+	if l.closed {
+		if !fresh {
+			l.demand -= p.weight
+		}
+		l.mu.Unlock()
+		_ = inner.Release(ctx)
+		return nil, core.ErrClosed
+	}
+	if fresh {
+		l.demand += p.weight
+		l.peak = max(l.peak, l.demand)
+	}
+	l.held[p] = false
+	l.mu.Unlock()
+	return p.p, nil
+}
+
+// leasedPermit is this process's side of a permit granted from its share.
+type leasedPermit struct {
+	l      *leased
+	p      *core.Permit // the permit handed out, made around it
+	inner  *core.Permit // the share's own permit
+	weight int64
+	lost   chan struct{}
+	ctx    context.Context // the acquiring call's, for EventLost (lostCtx)
+}
+
+func (p *leasedPermit) ReleasePermit(ctx context.Context, _ *core.Permit) error {
+	return p.l.release(ctx, p)
+}
+
+// release gives p back to the local share at in-process cost. When Redis
+// holds more share for this process than it now needs, the loop is poked
+// to give the difference back at once. While another process is starved,
+// the freed units are not granted here: the release itself gives them back
+// to Redis (one script, in the caller's goroutine: leanNow), which hands
+// them to the process that has waited longest, this one included. So does
+// a release that leaves the share unused when the share went back unused
+// after its last idle time (see leased_idle.go): the process then leaves.
+func (l *leased) release(ctx context.Context, p *leasedPermit) error {
+	l.mu.Lock()
+	lost, ok := l.held[p]
+	delete(l.held, p)
+	l.demand -= p.weight
+	unused := l.demand == 0 && len(l.held) == 0 && l.share > 0
+	give := l.registered && !l.closed && !lost && ok && (l.contended || unused && l.giveIdle)
+	if give && !l.giveReq {
+		l.giveReq = true
+		l.applyLocked()
+	}
+	switch {
+	case unused && give && l.giveIdle:
+		l.gaveAt = time.Now()
+	case unused:
+		// Unused from now: given back unless used again soon (loop).
+		l.freeSeq++
+		if !l.unusedArmed {
+			l.unusedArmed = true
+			select {
+			case l.unused <- struct{}{}:
+			default:
+			}
+		}
+	}
+	shrink := l.shrink
+	l.mu.Unlock()
+	_ = p.inner.Release(ctx)
+	if give {
+		l.leanNow(ctx, false)
+		l.stopLeft()
+	} else if shrink {
+		l.poke()
+	}
+	if lost || !ok {
+		return fmt.Errorf("%w: %q token %d (its share was lost)", core.ErrNotHeld, l.s.name, p.p.Token())
+	}
+	return nil
+}
