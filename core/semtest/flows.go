@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/distsem/distsem/core"
@@ -156,4 +157,30 @@ func testLevelsReserve(t *testing.T, b Backend) {
 			WantStats(t, s, 0, 0)
 		})
 	}
+}
+
+// Callers that name no flow queue first; a TryAcquire with a flow then
+// finds no permit, a caller with a flow queues behind them, and a change
+// of Fairness keeps their order.
+func testFlowsJoinPlainQueue(t *testing.T, b Backend) {
+	s := b.New(t, 1)
+	holder := Acquire(t, s)
+	got := make(chan grant, 3)
+	queue(t, s, 1, "plain0", got)
+	queue(t, s, 2, "plain1", got)
+	if p, err := s.TryAcquire(context.Background(), core.WithFlow("f")); !errors.Is(err, core.ErrNoPermit) {
+		if p != nil {
+			ok(t, p.Release(context.Background()))
+		}
+		t.Fatalf("TryAcquire with a flow behind two callers: %v, want ErrNoPermit", err)
+	}
+	queue(t, s, 3, "f", got, core.WithFlow("f"))
+	if fs, isFair := s.(FairSem); isFair && !b.Shares {
+		ok(t, fs.SetFairness(context.Background(), core.Fairness{Weights: map[string]int64{"f": 2}}))
+	}
+	names := drain(t, holder, got, 3)
+	if i := slices.Index(names, "plain0"); i < 0 || i > slices.Index(names, "plain1") {
+		t.Fatalf("grants %v: the callers with no flow lost their order", names)
+	}
+	WantStats(t, s, 0, 0)
 }

@@ -116,6 +116,7 @@ func Run(t *testing.T, b Backend) {
 		{"FlowsOrRefusal", testFlowsOrRefusal},
 		{"FlowsQuietFlowServed", flows(testFlowsQuietFlowServed)},
 		{"FlowsWeights", flows(testFlowsWeights)},
+		{"FlowsJoinPlainQueue", flows(testFlowsJoinPlainQueue)},
 		{"LevelsReserve", flows(testLevelsReserve)},
 		{"SetLimit", testSetLimit},
 		{"CloseFailsWaiters", testCloseFailsWaiters},

@@ -21,12 +21,13 @@ func (q *Queue[T]) Fair(reserves []int64, weights map[string]int64, inUse int64)
 		q.s.Reserves, q.s.Weights = reserves, weights
 		return
 	}
-	q.s = &Sched[T]{Reserves: reserves, Weights: weights}
-	q.s.Held(0, inUse)
+	s := &Sched[T]{Reserves: reserves, Weights: weights}
+	s.Held(0, inUse)
 	for it := q.head; it != nil; it = q.head {
-		q.Remove(it)
-		q.s.Push(it, "", 0)
+		q.Remove(it) // from the FIFO list: q.s is not set yet
+		s.Push(it, "", 0)
 	}
+	q.s = s
 }
 
 // IsFair reports whether Fair was called.
