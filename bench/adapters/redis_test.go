@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/core/admit"
 	"github.com/distsem/distsem/core/redissem"
 	"github.com/distsem/distsem/httpmw"
 	"github.com/distsem/distsem/internal/servertest"
@@ -76,10 +78,12 @@ func redisCalls(b *testing.B, rdb *redis.Client) (commands, scripts int64) {
 	return commands, scripts
 }
 
-func redisSem(b *testing.B) (*redis.Client, *core.Keyed) {
+func redisSem(b *testing.B) (*redis.Client, *core.Keyed) { return redisSemLimit(b, 1<<20) }
+
+func redisSemLimit(b *testing.B, limit int64) (*redis.Client, *core.Keyed) {
 	rdb := redis.NewClient(&redis.Options{Addr: servertest.RedisAddr(b), PoolSize: 64})
 	prefix := "benchadapters:" + rand.Text()[:8] + ":"
-	sem := redissem.NewKeyed(rdb, "bench", 1<<20, redissem.WithKeyPrefix(prefix))
+	sem := redissem.NewKeyed(rdb, "bench", limit, redissem.WithKeyPrefix(prefix))
 	b.Cleanup(func() {
 		sem.Close()
 		ctx := context.Background()
@@ -108,6 +112,32 @@ func BenchmarkRedisHTTP(b *testing.B) {
 			measure(b, conc, func() { h.ServeHTTP(nopWriter{http.Header{}}, req) })
 			c1, s1 := redisCalls(b, rdb)
 			// Commands run by the scripts count too; -1 for the INFO itself.
+			b.ReportMetric(float64(c1-c0-1)/float64(b.N), "server-cmds/op")
+			b.ReportMetric(float64(s1-s0)/float64(b.N), "scripts/op")
+		})
+	}
+}
+
+// BenchmarkRedisHTTPSaturated is BenchmarkRedisHTTP with a limit of 4
+// and 32 requests in flight, so that most requests wait: with the request
+// adapters' bounds (WithMaxWait) and with sqlmw's defaults (WaitForever,
+// no bound on the waiters, no Observer).
+func BenchmarkRedisHTTPSaturated(b *testing.B) {
+	rdb, sem := redisSemLimit(b, 4)
+	req := httptest.NewRequest("GET", "/work", nil)
+	req.Pattern = "GET /work"
+	for _, tc := range []struct {
+		name string
+		opts []httpmw.Option
+	}{
+		{"maxwait=1s", []httpmw.Option{httpmw.WithMaxWait(time.Second)}},
+		{"waitforever", []httpmw.Option{httpmw.WithMaxWait(admit.WaitForever), httpmw.WithMaxWaiting(math.MaxInt)}},
+	} {
+		h := httpmw.Handler(okHandler, sem, tc.opts...)
+		b.Run(tc.name+"/conc=32", func(b *testing.B) {
+			c0, s0 := redisCalls(b, rdb)
+			measure(b, 32, func() { h.ServeHTTP(nopWriter{http.Header{}}, req) })
+			c1, s1 := redisCalls(b, rdb)
 			b.ReportMetric(float64(c1-c0-1)/float64(b.N), "server-cmds/op")
 			b.ReportMetric(float64(s1-s0)/float64(b.N), "scripts/op")
 		})

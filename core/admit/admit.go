@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -56,12 +57,14 @@ func (c *Controller) Acquire(ctx context.Context, key string) (Ticket, error) {
 		start = time.Now()
 	}
 	fo := core.FlowOptions(ctx) // nil, with no allocation, unless ctx names a flow
-	p, err := c.sem.TryAcquire(ctx, key, fo...)
-	if err == nil {
-		return c.admitted(key, p, start, false), nil
-	}
-	if c.o.maxWait == 0 || !errors.Is(err, core.ErrNoPermit) {
-		return Ticket{}, c.reject(ctx, key, err, start, false)
+	if !c.queueFirst(ctx, key, fo) {
+		p, err := c.sem.TryAcquire(ctx, key, fo...)
+		if err == nil {
+			return c.admitted(key, p, start, false), nil
+		}
+		if c.o.maxWait == 0 || !errors.Is(err, core.ErrNoPermit) {
+			return Ticket{}, c.reject(ctx, key, err, start, false)
+		}
 	}
 	if !c.enqueue(key) {
 		return Ticket{}, c.reject(ctx, key, ErrTooManyWaiting, start, false)
@@ -69,6 +72,8 @@ func (c *Controller) Acquire(ctx context.Context, key string) (Ticket, error) {
 	if obs != nil {
 		obs.Observe(Event{Kind: EventQueued, Key: key})
 	}
+	var p *core.Permit
+	var err error
 	if c.o.maxWait == WaitForever {
 		p, err = c.sem.Acquire(ctx, key, fo...)
 	} else {
@@ -81,6 +86,31 @@ func (c *Controller) Acquire(ctx context.Context, key string) (Ticket, error) {
 		return Ticket{}, c.reject(ctx, key, err, start, true)
 	}
 	return c.admitted(key, p, start, true), nil
+}
+
+// queueFirst reports whether a request of key skips the try for a free
+// permit and joins the queue at once (Acquire still grants at once a permit
+// that is free). That saves a round trip with the Redis backend when the
+// try is known to fail or to make no difference:
+//   - it may wait as long as its context allows, any number of requests may
+//     wait, and no Observer is told whether it queued; or
+//   - another request of key is waiting in this process, there is room for
+//     one more, and the request names no flow nor level (core.ContextWithFlow)
+//     and holds no permit (core.ContextWithPermit). The semaphore then grants
+//     a free permit to that waiter first, so the try would fail.
+func (c *Controller) queueFirst(ctx context.Context, key string, fo []core.AcquireOption) bool {
+	switch {
+	case c.o.maxWait == 0:
+		return false
+	case c.o.maxWait == WaitForever && c.o.maxWaiting == math.MaxInt && c.o.observer == nil:
+		return true
+	case fo != nil || core.PermitFromContext(ctx) != nil:
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.waiting[key]
+	return n > 0 && n < c.o.maxWaiting
 }
 
 func (c *Controller) admitted(key string, p *core.Permit, start time.Time, queued bool) Ticket {

@@ -30,9 +30,17 @@
 // the Redis backend). If none is free and WithMaxWait allows waiting, it
 // joins the semaphore's FIFO queue with a context.WithTimeout derived from
 // the request's context, unless WithMaxWaiting requests of the same key are
-// already waiting in this process: then it is rejected at once. So a
-// saturated key costs one extra round trip, and an unsaturated key exactly
-// one acquire and one release script.
+// already waiting in this process: then it is rejected at once.
+//
+// It skips the try, and joins the queue at once, where the try is known to
+// fail: another request of the same key is waiting in this process, with
+// room for one more, and the request names no flow and holds no permit of
+// the semaphore (a flow may be served before earlier waiters, and a nested
+// acquire at once). It skips it too where the try makes no difference:
+// with WaitForever, no bound on the waiters and no Observer, as in sqlmw's
+// defaults. Either way a permit that is free is granted at once. So an
+// unsaturated key costs exactly one acquire and one release script, and a
+// saturated key one more only for its first waiter in each process.
 //
 // # One vocabulary
 //
