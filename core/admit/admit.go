@@ -174,6 +174,8 @@ func (c *Controller) dequeue(key string) {
 }
 
 // Waiting returns how many requests of key are waiting in this process.
+// Where Acquire skips the try (see the package documentation) a request
+// counts from the start of its acquire, even one granted at once.
 func (c *Controller) Waiting(key string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
