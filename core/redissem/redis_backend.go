@@ -56,7 +56,11 @@ type redisBackend struct {
 	waiters map[string]*redisWaiter
 	sems    map[*Semaphore]*semTrack
 	looping bool
-	closed  bool
+	// loopNext is when the loop wakes next, as its last beat set it: a
+	// semaphore tracked anew pokes the loop only if its heartbeat is due
+	// before then.
+	loopNext time.Time
+	closed   bool
 
 	wake    chan struct{}
 	stop    chan struct{}
@@ -311,7 +315,9 @@ func (b *redisBackend) track(s *Semaphore, ttl time.Duration) *semTrack {
 	}
 	if beat := time.Now().Add(ttl / 3); t.nextBeat.IsZero() || beat.Before(t.nextBeat) {
 		t.nextBeat = beat
-		b.poke()
+		if beat.Before(b.loopNext) {
+			b.poke()
+		}
 	}
 	if !b.looping {
 		b.looping = true

@@ -115,11 +115,13 @@ func (b *redisBackend) beat() time.Duration {
 		}
 	}
 	sweep := b.sharded && b.shardSweepDue(now, &next)
+	next = max(next, time.Millisecond)
+	b.loopNext = now.Add(next)
 	b.mu.Unlock()
 	if sweep {
 		b.goBackground(b.sweepIdleShards)
 	}
-	return max(next, time.Millisecond)
+	return next
 }
 
 // heartbeat renews j's leases and keeps its waiters queued, in batches.
