@@ -1,6 +1,7 @@
 package redissem
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -49,5 +50,50 @@ func TestTrackWakesTheLoopOnlyForAnEarlierBeat(t *testing.T) {
 	b.track(s2, 900*time.Millisecond)
 	if !woken() {
 		t.Fatal("a heartbeat due in 0.3s did not wake a loop that wakes in 1s")
+	}
+}
+
+// Semaphores that nothing uses any more are dropped in batches: they do
+// not set when the loop wakes, which is at most idleSweep away while any
+// is kept. One used again renews from its new permit.
+func TestIdleSemaphoresDoNotTimeTheLoop(t *testing.T) {
+	c := miniClient(t)
+	s := New(c, "idle0", 1)
+	defer s.Close()
+	b := s.b
+	b.mu.Lock()
+	b.looping = true // no loop: this test calls beat itself
+	now := time.Now()
+	busy := b.semaphore("busy", 1, false)
+	b.sems[busy] = &semTrack{held: map[*holder]time.Time{{}: now.Add(10 * time.Second)}, nextBeat: now.Add(3 * time.Second)}
+	var idle []*Semaphore
+	for i := range 100 { // due from now on, idle[0] at once
+		is := b.semaphore(fmt.Sprint("idle", i+1), 1, false)
+		idle = append(idle, is)
+		b.sems[is] = &semTrack{held: map[*holder]time.Time{}, nextBeat: now.Add(time.Duration(i) * time.Millisecond)}
+	}
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		b.looping = false
+		clear(b.sems)
+		b.mu.Unlock()
+	}()
+
+	if next := b.beat(); next < idleSweep/2 {
+		t.Fatalf("the loop sleeps %v with 100 idle semaphores due within 100ms; want about idleSweep (%v)", next, idleSweep)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, kept := b.sems[idle[99]]; !kept {
+		t.Fatal("an idle semaphore was dropped before its time")
+	}
+	// Used again: its next heartbeat is its new permit's, not the old
+	// (past) one.
+	t0 := b.sems[idle[99]]
+	t0.nextBeat = time.Now().Add(-time.Second)
+	b.track(idle[99], 9*time.Second)
+	if d := time.Until(t0.nextBeat); d < 2*time.Second {
+		t.Fatalf("a semaphore used again beats in %v; want its new permit's TTL/3 (3s)", d)
 	}
 }

@@ -313,7 +313,10 @@ func (b *redisBackend) track(s *Semaphore, ttl time.Duration) *semTrack {
 		t = &semTrack{held: make(map[*holder]time.Time)}
 		b.sems[s] = t
 	}
-	if beat := time.Now().Add(ttl / 3); t.nextBeat.IsZero() || beat.Before(t.nextBeat) {
+	// An idle entry (kept for reuse: beat) renews nothing, so its next
+	// heartbeat is the new permit's or waiter's.
+	idle := len(t.held) == 0 && t.waiting.n == 0
+	if beat := time.Now().Add(ttl / 3); idle || t.nextBeat.IsZero() || beat.Before(t.nextBeat) {
 		t.nextBeat = beat
 		if beat.Before(b.loopNext) {
 			b.poke()

@@ -16,6 +16,12 @@ const lateNoteUS = 100_000
 // beatParallel bounds the heartbeats in flight at once.
 const beatParallel = 16
 
+// idleSweep is how often the loop wakes, at most, only to drop the
+// semaphores that nothing uses any more: a process that uses thousands of
+// semaphores in turn would otherwise wake (and scan them all) as often as
+// one of them turns idle.
+const idleSweep = time.Second
+
 // loop is the one background goroutine of a backend. It wakes for the
 // earliest of: a semaphore's next heartbeat (every TTL/3 of its shortest
 // lease), or the earliest lease end of a semaphore this process waits on
@@ -51,7 +57,8 @@ func (b *redisBackend) beat() time.Duration {
 		if len(t.held) == 0 && t.waiting.n == 0 {
 			// Kept until its next beat is due, so a semaphore acquired
 			// and released in turn does not make its state anew (and
-			// wake this loop) each time; the loop wakes then to drop it.
+			// wake this loop) each time; a wake after that drops it
+			// (one comes every idleSweep at least).
 			if !t.beating && !now.Before(t.nextBeat) {
 				delete(b.sems, s)
 			}
@@ -108,11 +115,19 @@ func (b *redisBackend) beat() time.Duration {
 	} else if !down.IsZero() {
 		next = down.Add(b.cfg.fault.outageGrace).Sub(now)
 	}
+	idle := false
 	for _, t := range b.sems {
+		if len(t.held) == 0 && t.waiting.n == 0 && !t.beating {
+			idle = true // dropped by a later wake, with the others
+			continue
+		}
 		next = min(next, t.nextBeat.Sub(now))
 		if t.waiting.n > 0 && !t.reapAt.IsZero() {
 			next = min(next, t.reapAt.Sub(now))
 		}
+	}
+	if idle {
+		next = min(next, idleSweep)
 	}
 	sweep := b.sharded && b.shardSweepDue(now, &next)
 	next = max(next, time.Millisecond)
