@@ -77,6 +77,10 @@ type semTrack struct {
 	beating  bool      // a heartbeat is in flight
 }
 
+// idle reports whether t renews nothing: no permit held, no waiter. The
+// loop keeps it for reuse until its next beat is due (beat).
+func (t *semTrack) idle() bool { return len(t.held) == 0 && t.waiting.n == 0 }
+
 type redisWaiter struct {
 	s   *Semaphore
 	id  string
@@ -313,10 +317,9 @@ func (b *redisBackend) track(s *Semaphore, ttl time.Duration) *semTrack {
 		t = &semTrack{held: make(map[*holder]time.Time)}
 		b.sems[s] = t
 	}
-	// An idle entry (kept for reuse: beat) renews nothing, so its next
-	// heartbeat is the new permit's or waiter's.
-	idle := len(t.held) == 0 && t.waiting.n == 0
-	if beat := time.Now().Add(ttl / 3); idle || t.nextBeat.IsZero() || beat.Before(t.nextBeat) {
+	// An idle entry renews nothing, so its next heartbeat is the new
+	// permit's or waiter's.
+	if beat := time.Now().Add(ttl / 3); t.idle() || t.nextBeat.IsZero() || beat.Before(t.nextBeat) {
 		t.nextBeat = beat
 		if beat.Before(b.loopNext) {
 			b.poke()

@@ -54,7 +54,7 @@ func (b *redisBackend) beat() time.Duration {
 	var jobs []beatJob
 	b.mu.Lock()
 	for s, t := range b.sems {
-		if len(t.held) == 0 && t.waiting.n == 0 {
+		if t.idle() {
 			// Kept until its next beat is due, so a semaphore acquired
 			// and released in turn does not make its state anew (and
 			// wake this loop) each time; a wake after that drops it
@@ -117,7 +117,7 @@ func (b *redisBackend) beat() time.Duration {
 	}
 	idle := false
 	for _, t := range b.sems {
-		if len(t.held) == 0 && t.waiting.n == 0 && !t.beating {
+		if t.idle() && !t.beating {
 			idle = true // dropped by a later wake, with the others
 			continue
 		}
