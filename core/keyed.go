@@ -184,9 +184,9 @@ func (k *Keyed) ref(key string) (*keyedEntry, error) {
 
 func (k *Keyed) unref(e *keyedEntry) {
 	k.mu.Lock()
+	defer k.mu.Unlock()
 	e.refs--
 	if e.refs > 0 || k.entries[e.key] != e {
-		k.mu.Unlock()
 		return
 	}
 	var evicted []LimitSemaphore
@@ -208,7 +208,6 @@ func (k *Keyed) unref(e *keyedEntry) {
 			}
 		}()
 	}
-	k.mu.Unlock()
 }
 
 func closeSem(s LimitSemaphore) {

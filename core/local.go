@@ -161,55 +161,63 @@ func (s *Local) acquire(ctx context.Context, try bool, opts []AcquireOption) (*P
 // acquireSlow grants under mu, or queues. fa is the call's options if they
 // name a flow or a level, else nil.
 func (s *Local) acquireSlow(ctx context.Context, done <-chan struct{}, try bool, n int64, note string, fa *acquireConfig) (*Permit, error) {
+	p, w, err := s.grantOrQueue(try, n, note, fa)
+	switch {
+	case err != nil:
+		return nil, err
+	case w != nil:
+		return s.wait(ctx, done, w, fa)
+	}
+	if o := s.cfg.observer; o != nil {
+		flow, level := fa.flowLevel()
+		o.Observe(Event{Kind: EventAcquired, Name: s.name, Weight: n, Ctx: ctx, Flow: flow, Level: level})
+	}
+	return p, nil
+}
+
+// grantOrQueue, under mu, grants n permits at once, or queues a waiter for
+// them (unless try), or fails and changes nothing. Every section of a
+// Local under mu unlocks by defer: a panic in one (net/http recovers a
+// handler's) must not leave every later call blocked on mu.
+func (s *Local) grantOrQueue(try bool, n int64, note string, fa *acquireConfig) (*Permit, *localWaiter, error) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	switch {
 	case s.closed:
-		s.mu.Unlock()
-		return nil, ErrClosed
+		return nil, nil, ErrClosed
 	case n > s.limit:
-		limit := s.limit
-		s.mu.Unlock()
-		return nil, invalid("weight %d exceeds the limit %d of %q", n, limit, s.name)
+		return nil, nil, invalid("weight %d exceeds the limit %d of %q", n, s.limit, s.name)
 	case fa != nil && fa.level >= s.cfg.fair.Levels():
-		levels := s.cfg.fair.Levels()
-		s.mu.Unlock()
-		return nil, invalid("level %d of %q, which has %d levels", fa.level, s.name, levels)
+		return nil, nil, invalid("level %d of %q, which has %d levels", fa.level, s.name, s.cfg.fair.Levels())
 	}
 	s.freeze()
 	if fa != nil {
 		s.fairMode()
 	}
+	flow, level := fa.flowLevel()
 	if s.waiters.Len() == 0 && s.free >= n {
 		s.free -= n
 		tok := s.nextToken()
 		if n != 1 {
 			s.heavy.Add(n - 1)
 		}
-		flow, level := fa.flowLevel()
 		s.waiters.Held(level, n)
 		x := s.ext(level)
 		s.held.add(n, tok, note)
 		s.thaw()
-		s.mu.Unlock()
-		if o := s.cfg.observer; o != nil {
-			o.Observe(Event{Kind: EventAcquired, Name: s.name, Weight: n, Ctx: ctx, Flow: flow, Level: level})
-		}
-		return &Permit{permitExt: x, weight: n, token: tok}, nil
+		return &Permit{permitExt: x, weight: n, token: tok}, nil, nil
 	}
 	if try {
 		s.thaw()
-		s.mu.Unlock()
-		return nil, fmt.Errorf("%w: %q", ErrNoPermit, s.name)
+		return nil, nil, fmt.Errorf("%w: %q", ErrNoPermit, s.name)
 	}
 	w := &localWaiter{p: Permit{weight: n}, ready: make(chan struct{})}
 	w.q.V, w.q.Weight = w, n
 	if note != "" || s.held != nil {
 		w.meta = &localWaitMeta{note: note, since: time.Now()}
 	}
-	flow, level := fa.flowLevel()
 	s.waiters.Push(&w.q, flow, level)
-	s.mu.Unlock()
-	return s.wait(ctx, done, w, fa)
+	return nil, w, nil
 }
 
 func (s *Local) release(ctx context.Context, p *Permit) error {
@@ -221,16 +229,7 @@ func (s *Local) release(ctx context.Context, p *Permit) error {
 	for {
 		st := s.state.Load()
 		if st&word.Frozen != 0 {
-			s.mu.Lock()
-			s.freeze()
-			if s.free += n; s.free > s.limit {
-				s.mu.Unlock()
-				panic("core: released more than held")
-			}
-			delete(s.held, p.token)
-			level = s.released(p)
-			s.settle()
-			s.mu.Unlock()
+			level = s.releaseFrozen(p)
 			break
 		}
 		if s.state.CompareAndSwap(st, word.Release(st, n)) {
@@ -243,6 +242,23 @@ func (s *Local) release(ctx context.Context, p *Permit) error {
 	return nil
 }
 
+// releaseFrozen gives p's permits back under mu, grants the queue what
+// fits, and returns p's level. It panics, changing nothing, if that would
+// free more than the limit.
+func (s *Local) releaseFrozen(p *Permit) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.freeze()
+	if s.free+p.weight > s.limit {
+		panic("core: released more than held")
+	}
+	s.free += p.weight
+	delete(s.held, p.token)
+	level := s.released(p)
+	s.settle()
+	return level
+}
+
 // SetLimit changes the limit. Raising it grants queued waiters at once;
 // lowering it lets current holders finish and admits no one until the
 // permits in use fall below the new limit. A queued request heavier than the
@@ -253,10 +269,10 @@ func (s *Local) SetLimit(_ context.Context, limit int64) error {
 		return err
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.freeze()
 	s.setLimitLocked(limit)
 	s.settle()
-	s.mu.Unlock()
 	return nil
 }
 

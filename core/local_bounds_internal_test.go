@@ -71,3 +71,37 @@ func TestLocalLockFreeLimitBound(t *testing.T) {
 		}
 	}
 }
+
+// A panic under the Local's lock (here the check that a release never
+// frees more than the limit) must leave the lock free and the state as it
+// was: net/http recovers a handler's panic, and a lock left held would
+// block every later call of the process.
+func TestLocalPanicLeavesLockFree(t *testing.T) {
+	ctx := t.Context()
+	s := NewLocal(2)
+	if _, err := s.Inspect(ctx, 1); err != nil { // keeps the state frozen: every call takes the lock
+		t.Fatal(err)
+	}
+	func() {
+		defer func() {
+			if r := recover(); r != "core: released more than held" {
+				t.Fatalf("recovered %v, want the release check's panic", r)
+			}
+		}()
+		_ = s.release(ctx, &Permit{permitExt: &s.plain, weight: 1})
+	}()
+	if !s.mu.TryLock() {
+		t.Fatal("the lock is still held after the panic")
+	}
+	s.mu.Unlock()
+	if st, _ := s.Stats(ctx); st != (Stats{Limit: 2}) {
+		t.Fatalf("Stats = %+v after the panic, want nothing in use", st)
+	}
+	p, err := s.TryAcquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

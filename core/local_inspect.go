@@ -71,7 +71,22 @@ func (s *Local) Inspect(_ context.Context, limit int) (Snapshot, error) {
 		return Snapshot{}, invalid("inspect limit %d must be in [1, %d]", limit, MaxInspectLimit)
 	}
 	snap := Snapshot{At: time.Now()}
+	all, holders := s.read(&snap, limit)
+	snap.OmittedWaiters = snap.Waiting - int64(len(snap.Waiters))
+	slices.SortFunc(all, func(a, b Holder) int { return cmp.Compare(a.Token, b.Token) })
+	if len(all) > limit {
+		all = all[:limit]
+	}
+	snap.Holders = all
+	snap.OmittedHolders = max(holders-int64(len(all)), 0)
+	return snap, nil
+}
+
+// read fills snap's counts and first limit waiters under mu, and returns
+// every tracked holder and the number of holders, listed or not.
+func (s *Local) read(snap *Snapshot, limit int) ([]Holder, int64) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.held == nil {
 		s.freeze() // and never thawed again: every grant takes mu
 		s.held = make(localHolders)
@@ -88,18 +103,9 @@ func (s *Local) Inspect(_ context.Context, limit int) (Snapshot, error) {
 		v.Flow, v.Level = w.q.Flow(), w.q.Level
 		snap.Waiters = append(snap.Waiters, v)
 	}
-	holders := snap.InUse - s.heavy.Load() // listed or not, tracked or not
 	all := make([]Holder, 0, len(s.held))
 	for tok, h := range s.held {
 		all = append(all, Holder{Weight: h.weight, Token: tok, Owner: s.cfg.owner, Note: h.note})
 	}
-	s.mu.Unlock()
-	snap.OmittedWaiters = snap.Waiting - int64(len(snap.Waiters))
-	slices.SortFunc(all, func(a, b Holder) int { return cmp.Compare(a.Token, b.Token) })
-	if len(all) > limit {
-		all = all[:limit]
-	}
-	snap.Holders = all
-	snap.OmittedHolders = max(holders-int64(len(all)), 0)
-	return snap, nil
+	return all, snap.InUse - s.heavy.Load()
 }

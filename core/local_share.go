@@ -52,10 +52,10 @@ func (s *Local) shareState() (inUse, waitW, waitN, head, share, limit int64) {
 // raiseTokens makes the next token at least base + 1.
 func (s *Local) raiseTokens(base int64) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.freeze()
 	if s.tokBase.Load()+s.seq < base {
 		s.tokBase.Store(base - s.seq)
 	}
 	s.thaw()
-	s.mu.Unlock()
 }

@@ -72,21 +72,7 @@ func (s *Local) wait(ctx context.Context, done <-chan struct{}, w *localWaiter, 
 func (s *Local) waitCtx(ctx context.Context, done <-chan struct{}, w *localWaiter) error {
 	select {
 	case <-done:
-		s.mu.Lock()
-		s.freeze()
-		select {
-		case <-w.ready:
-			if w.err == nil {
-				// Granted after ctx ended: pretend it was not and pass
-				// the permit on (go.dev/issue/63615).
-				s.free += w.p.weight
-				s.ungrant(&w.p)
-			}
-		default:
-			s.waiters.Remove(&w.q)
-		}
-		s.settle()
-		s.mu.Unlock()
+		s.abandon(w)
 		return ctxError(ctx, s.name)
 	case <-w.ready:
 		if w.err != nil {
@@ -95,17 +81,31 @@ func (s *Local) waitCtx(ctx context.Context, done <-chan struct{}, w *localWaite
 		select {
 		case <-done:
 			// ctx ended as the grant arrived: fail, and give the permit back.
-			s.mu.Lock()
-			s.freeze()
-			s.free += w.p.weight
-			s.ungrant(&w.p)
-			s.settle()
-			s.mu.Unlock()
+			s.abandon(w)
 			return ctxError(ctx, s.name)
 		default:
 			return nil
 		}
 	}
+}
+
+// abandon takes w out of the queue for a ctx that ended, or passes its
+// permit on if it was granted meanwhile: a grant after ctx ended is as if
+// it were not (go.dev/issue/63615).
+func (s *Local) abandon(w *localWaiter) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.freeze()
+	select {
+	case <-w.ready:
+		if w.err == nil {
+			s.free += w.p.weight
+			s.ungrant(&w.p)
+		}
+	default:
+		s.waiters.Remove(&w.q)
+	}
+	s.settle()
 }
 
 // notifyWaiters grants permits to queued waiters in FIFO order. It stops at
