@@ -1,7 +1,6 @@
 package faulttest
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,16 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
 	"github.com/distsem/distsem/internal/servertest"
 )
-
-// quiet drops go-redis's log lines.
-type quiet struct{}
-
-func (quiet) Printf(context.Context, string, ...any) {}
 
 // childEnv names the mode of a child process started by re-running this
 // test binary (see sigkill_test.go).
@@ -31,7 +24,7 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(childEnv); mode != "" {
 		os.Exit(runChild(mode))
 	}
-	redis.SetLogger(quiet{}) // a refused dial is the point of some scenarios
+	servertest.QuietRedis() // a refused dial is the point of some scenarios
 	// DISTSEM_FAULTTEST_PORTS is this suite's name for servertest's range.
 	if r := os.Getenv("DISTSEM_FAULTTEST_PORTS"); r != "" && os.Getenv("DISTSEM_TEST_PORTS") == "" {
 		os.Setenv("DISTSEM_TEST_PORTS", r)

@@ -15,5 +15,6 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(childEnv); mode != "" {
 		os.Exit(runChild(mode))
 	}
+	servertest.QuietRedis() // outages are the point of some tests
 	goleak.VerifyTestMain(m, goleak.Cleanup(servertest.Exit))
 }
