@@ -57,7 +57,8 @@ func (c *Controller) Acquire(ctx context.Context, key string) (Ticket, error) {
 		start = time.Now()
 	}
 	fo := core.FlowOptions(ctx) // nil, with no allocation, unless ctx names a flow
-	if !c.queueFirst(ctx, key, fo) {
+	skip, counted := c.queueFirst(ctx, key, fo)
+	if !skip {
 		p, err := c.sem.TryAcquire(ctx, key, fo...)
 		if err == nil {
 			return c.admitted(key, p, start, false), nil
@@ -66,7 +67,7 @@ func (c *Controller) Acquire(ctx context.Context, key string) (Ticket, error) {
 			return Ticket{}, c.reject(ctx, key, err, start, false)
 		}
 	}
-	if !c.enqueue(key) {
+	if !counted && !c.enqueue(key) {
 		return Ticket{}, c.reject(ctx, key, ErrTooManyWaiting, start, false)
 	}
 	if obs != nil {
@@ -98,19 +99,26 @@ func (c *Controller) Acquire(ctx context.Context, key string) (Ticket, error) {
 //     one more, and the request names no flow nor level (core.ContextWithFlow)
 //     and holds no permit (core.ContextWithPermit). The semaphore then grants
 //     a free permit to that waiter first, so the try would fail.
-func (c *Controller) queueFirst(ctx context.Context, key string, fo []core.AcquireOption) bool {
+//
+// In the second case it also counts the request as waiting (enqueue), in
+// the same hold of c.mu, and reports counted.
+func (c *Controller) queueFirst(ctx context.Context, key string, fo []core.AcquireOption) (skip, counted bool) {
 	switch {
 	case c.o.maxWait == 0:
-		return false
+		return false, false
 	case c.o.maxWait == WaitForever && c.o.maxWaiting == math.MaxInt && c.o.observer == nil:
-		return true
+		return true, false
 	case fo != nil || core.PermitFromContext(ctx) != nil:
-		return false
+		return false, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := c.waiting[key]
-	return n > 0 && n < c.o.maxWaiting
+	if n > 0 && n < c.o.maxWaiting {
+		c.waiting[key] = n + 1
+		return true, true
+	}
+	return false, false
 }
 
 func (c *Controller) admitted(key string, p *core.Permit, start time.Time, queued bool) Ticket {
