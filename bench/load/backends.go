@@ -35,7 +35,10 @@ type backend interface {
 
 // Backends, as named by -backend. The peers (redsync, redislock) are
 // mutexes: they need -limit 1. local and xsync are per process: -procs 1.
-var backendNames = []string{"distsem", "leased", "seedsem", "ref", "redsync", "redislock", "local", "xsync"}
+// list is -limit tokens in a Redis list, BLPOP and RPUSH: the cheapest
+// hand-off between processes through Redis, with none of a semaphore's
+// guarantees (a crashed holder's token is gone for good), as a ceiling.
+var backendNames = []string{"distsem", "leased", "seedsem", "ref", "redsync", "redislock", "local", "xsync", "list"}
 
 func mutexOnly(b string) bool { return b == "redsync" || b == "redislock" }
 func inProcess(b string) bool { return b == "local" || b == "xsync" }
@@ -109,6 +112,48 @@ func (b seedSem) acquire(ctx context.Context, key int) (grant, error) {
 		return grant{}, err
 	}
 	return grant{release: rel}, nil
+}
+
+// listSem is -limit tokens per key in a Redis list (see backendNames).
+type listSem struct {
+	c    redis.UniversalClient
+	keys []string
+}
+
+// fillTokens puts limit tokens in KEYS[1] once per run: the first process
+// to run it sets KEYS[2].
+var fillTokens = redis.NewScript(`if redis.call('SET', KEYS[2], '1', 'NX') then
+  for i = 1, tonumber(ARGV[1]) do redis.call('RPUSH', KEYS[1], i) end
+end
+return 0`)
+
+func newListSem(ctx context.Context, c redis.UniversalClient, names []string, limit int64) (listSem, error) {
+	b := listSem{c: c, keys: make([]string, len(names))}
+	for i, n := range names {
+		b.keys[i] = "bench-list:{" + n + "}:tokens"
+		if err := fillTokens.Run(ctx, c, []string{b.keys[i], "bench-list:{" + n + "}:filled"}, limit).Err(); err != nil {
+			return listSem{}, err
+		}
+	}
+	return b, nil
+}
+
+// acquire BLPOPs a token, 100 ms at a time (a blocked read does not see
+// ctx end), and its grant's release RPUSHes it back.
+func (b listSem) acquire(ctx context.Context, key int) (grant, error) {
+	for {
+		v, err := b.c.Do(ctx, "blpop", b.keys[key], "0.1").StringSlice()
+		switch {
+		case err == nil:
+			return grant{release: func(ctx context.Context) error {
+				return b.c.RPush(context.WithoutCancel(ctx), b.keys[key], v[1]).Err()
+			}}, nil
+		case !errors.Is(err, redis.Nil):
+			return grant{}, err
+		case ctx.Err() != nil:
+			return grant{}, ctx.Err()
+		}
+	}
 }
 
 type refSem struct{ s []*refsem.Sem }
@@ -246,7 +291,7 @@ func openBackend(c config) (backend, func(), error) {
 	pool := c.pool
 	if pool <= 0 {
 		pool = 20
-		if c.backend == "seedsem" {
+		if c.backend == "seedsem" || c.backend == "list" {
 			// One connection per goroutine blocked in BRPOP, plus spares
 			// for the releases.
 			pool = c.childGors + 8
@@ -305,6 +350,13 @@ func openBackend(c config) (backend, func(), error) {
 			s[i] = p.New(k, c.limit, c.lease)
 		}
 		return refSem{s}, func() { p.Close(); client.Close() }, nil
+	case "list":
+		b, err := newListSem(ctx, client, keys, c.limit)
+		if err != nil {
+			client.Close()
+			return nil, nil, err
+		}
+		return b, func() { client.Close() }, nil
 	case "redsync":
 		return redsyncSem{redsync.New(goredis.NewPool(client)), prefixed("redsync:", keys)}, func() { client.Close() }, nil
 	case "redislock":

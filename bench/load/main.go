@@ -1,6 +1,6 @@
 // Command load is the multi-process load driver of the benchmarks.
 //
-//	cd bench && go run ./load -backend distsem|leased|seedsem|redsync|redislock|local|xsync -redis 127.0.0.1:7460 \
+//	cd bench && go run ./load -backend distsem|leased|seedsem|redsync|redislock|local|xsync|list -redis 127.0.0.1:7460 \
 //	    -limit 4 -procs 4 -workers 32 -hold 2ms -duration 5s
 //
 // The parent starts -procs worker processes (re-executions of this binary)
