@@ -176,9 +176,10 @@ func (s *Local) acquireSlow(ctx context.Context, done <-chan struct{}, try bool,
 }
 
 // grantOrQueue, under mu, grants n permits at once, or queues a waiter for
-// them (unless try), or fails and changes nothing. Every section of a
-// Local under mu unlocks by defer: a panic in one (net/http recovers a
-// handler's) must not leave every later call blocked on mu.
+// them (unless try), or fails and changes nothing. The sections of a
+// Local under mu unlock by defer (all but its constructors'): a panic in
+// one (net/http recovers a handler's) must not leave every later call
+// blocked on mu.
 func (s *Local) grantOrQueue(try bool, n int64, note string, fa *acquireConfig) (*Permit, *localWaiter, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
