@@ -83,12 +83,13 @@ func (l *leased) runWithin(ctx context.Context, d time.Duration, op string, a sh
 // runLean runs sc, share_give.lua or share_take.lua, once, bounded by ctx,
 // d and the operation timeout: a give-back of the share above a.keep, or a
 // take of what the head waiter lacks, by the entry of epoch (0: none yet,
-// a take registers it). A reply of code 0 means that it changed nothing
+// a take registers it, and creates the hash with the configured limit if
+// there is none). A reply of code 0 means that it changed nothing
 // and share.lua must decide.
 func (l *leased) runLean(ctx context.Context, d time.Duration, sc *redis.Script, a shareArgs, epoch int64) (shareReply, error) {
 	b := l.s.b
 	v, err := l.call(ctx, d, sc, l.pid, a.demand, a.keep, a.inUse, a.waiting, a.need,
-		b.cfg.leaseTTL.Milliseconds(), a.known, epoch, b.cfg.owner, l.s.notify, a.leave)
+		b.cfg.leaseTTL.Milliseconds(), a.known, epoch, b.cfg.owner, l.s.notify, a.leave, l.s.limit)
 	if err != nil {
 		return shareReply{}, err
 	}

@@ -19,7 +19,8 @@
 --       6 need, 7 lease ms, 8 the version of its share that it has
 --       applied, 9 the epoch of its entry, 10 (ignored), 11 (ignored),
 --       12 '1' if the giver is idle (nothing in use nor asked for) and
---       leaves: its entry is deleted once its share is given.
+--       leaves: its entry is deleted once its share is given, 13
+--       (ignored).
 -- Idempotent per pid: the giver's share becomes min(keep, share), an
 -- absolute value; a retried copy finds the units given already (and its
 -- version newer than the one applied) and replies {0}.

@@ -5,7 +5,9 @@
 -- share_entry.lua, shows that much free) or, when not that much is free,
 -- joins the tail of the fleet's queue with what is free, as share.lua's
 -- HANDOFF would (reading every entry). A process with no entry registers
--- so (epoch 0), as share.lua would. Whenever that does not suffice to
+-- so (epoch 0), as share.lua would, and creates the hash if there is none
+-- (the semaphore's first use, or its key expired), with the configured
+-- limit, as share.lua would. Whenever that does not suffice to
 -- decide as share.lua would (the entry of another epoch, units handed to
 -- it since the version it applied, the process queued already, a lease
 -- that ended, capacity free while others are queued, a queue that
@@ -27,7 +29,8 @@
 --       6 need, 7 lease ms, 8 the version of its share that it has
 --       applied, 9 the epoch of its entry (0: it has none, and registers),
 --       10 its owner ('' for none), 11 its channel ('' for none), 12
---       (ignored).
+--       (ignored), 13 the configured limit (absent: a missing hash is
+--       left to share.lua).
 -- Idempotent per pid: the share becomes an absolute value; a retried copy
 -- finds its entry's version newer than the one applied, or (a
 -- registration) finds its entry, and replies {0}.
@@ -48,6 +51,18 @@ local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local function int(x) return string.format('%d', x) end
 
 local got = redis.call('HMGET', S, 'p:' .. pid, 'v', 'q', 'limit', 'pinned', 'x', 's', 'epoch')
+local configured = tonumber(ARGV[13] or '')
+local fresh = false
+for i = 1, 8 do
+  if got[i] then configured = nil end
+end
+if epoch == 0 and configured and need <= configured then
+  -- No hash: it starts as share.lua would start it, with the configured
+  -- limit, nothing in it and nobody queued (share.lua writes limit, q and
+  -- x, or pinned, whenever it runs, so a hash without them has no entry).
+  fresh = true
+  got = {nil, '0', '', ARGV[13], nil, '0', '0:0', nil}
+end
 local me, code = nil, 1
 if epoch == 0 then
   if got[1] then return {0} end -- an entry, even one whose lease ended: share.lua
@@ -153,6 +168,12 @@ writes[#writes + 1] = 'v'
 writes[#writes + 1] = int(V)
 writes[#writes + 1] = 's'
 writes[#writes + 1] = SUM_ENC(V, sum)
+if fresh then
+  writes[#writes + 1] = 'limit'
+  writes[#writes + 1] = got[4]
+  writes[#writes + 1] = 'q'
+  writes[#writes + 1] = ''
+end
 if code == 2 then
   writes[#writes + 1] = 'epoch'
   writes[#writes + 1] = int(me.epoch)
