@@ -76,38 +76,42 @@ func parseMacros(src string) map[string]luaMacro {
 
 // inline replaces every call of a macro of inline.lua in src (outside
 // comments and strings) by the macro's body, with the arguments in place of
-// the parameters, until none is left.
-func inline(src string) string {
-	for range 8 {
-		n := 0
-		src = scanLua(src, func(name, rest string) (string, int) {
-			m, ok := luaMacros[name]
-			if !ok || !strings.HasPrefix(rest, "(") {
-				return name, 0
-			}
-			args, used := luaArgs(rest)
-			if len(args) != len(m.params) {
-				panic(fmt.Sprintf("redissem: %s takes %d arguments, not %d", name, len(m.params), len(args)))
-			}
-			n++
-			body := scanLua(m.body, func(id, _ string) (string, int) {
-				for i, p := range m.params {
-					if id == p {
-						return args[i], 0
-					}
-				}
-				return id, 0
-			})
-			if m.block {
-				body = "do\n" + body + "end"
-			}
-			return body, used
-		})
-		if n == 0 {
-			return src
-		}
+// the parameters, and the calls in that body by theirs in turn, in one
+// pass over src.
+func inline(src string) string { return expand(src, luaMacros, 0) }
+
+// expand is inline with the macros ms, at depth levels of macros within
+// macros.
+func expand(src string, ms map[string]luaMacro, depth int) string {
+	if depth > 8 {
+		panic("redissem: lua/inline.lua: macros nested too deep")
 	}
-	panic("redissem: lua/inline.lua: macros nested too deep")
+	return scanLua(src, func(name, rest string) (string, int) {
+		if name[0] < 'A' || name[0] > 'Z' || !strings.HasPrefix(rest, "(") {
+			return name, 0 // not a macro's call: macros are upper-case
+		}
+		m, ok := ms[name]
+		if !ok {
+			return name, 0
+		}
+		args, used := luaArgs(rest)
+		if len(args) != len(m.params) {
+			panic(fmt.Sprintf("redissem: %s takes %d arguments, not %d", name, len(m.params), len(args)))
+		}
+		body := scanLua(m.body, func(id, _ string) (string, int) {
+			for i, p := range m.params {
+				if id == p {
+					return args[i], 0
+				}
+			}
+			return id, 0
+		})
+		body = expand(body, ms, depth+1)
+		if m.block {
+			body = "do\n" + body + "end"
+		}
+		return body, used
+	})
 }
 
 // scanLua copies src, passing each name (outside comments and strings, and

@@ -60,6 +60,9 @@ var (
 	luaConfirm string
 
 	luaMacros = parseMacros(luaInline)
+	// The prelude, which most scripts share, with inline.lua's macros in
+	// place: once, not once per script.
+	inlinedLib = inline(luaLib)
 
 	scriptRights    = newScript(luaRights)
 	scriptAcquire   = newScript(scriptSource(luaFastAcquire, luaAcquire))
@@ -78,9 +81,9 @@ var (
 // with inline.lua's expressions in place.
 func scriptSource(fast, body string) string {
 	if fast == "" {
-		return inline(luaConst + luaHead + luaLib + body)
+		return inline(luaConst+luaHead) + inlinedLib + inline(body)
 	}
-	return inline(luaConst + luaHead + luaState + fast + luaLib + body)
+	return inline(luaConst+luaHead+luaState+fast) + inlinedLib + inline(body)
 }
 
 // reply is the common shape {code, value, limit, notes, now_us[, again[, deaf[, lone[, levels]]]]}
