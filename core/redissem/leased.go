@@ -49,7 +49,7 @@ type leased struct {
 	// The share as Redis holds it, from the last reply or push (the newest
 	// version wins), and what the local share is made of (applyLocked).
 	registered bool      // the process holds an entry of a valid epoch
-	leftVer    int64     // the last version of the entry it left (a give-back's code 3): notes up to it are stale
+	leftVer    int64     // the last version of the entry it left (a give-back's code 3): notes up to it are stale (a hash made anew numbers above it)
 	share      int64     // this process's share in Redis
 	ver        int64     // its version
 	limit      int64     // the fleet-wide limit

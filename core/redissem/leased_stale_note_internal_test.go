@@ -55,3 +55,47 @@ func TestLeasedNoteToAnEntryLeftIsStale(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestLeasedNoteAfterHashMadeAnewIsNotStale: process A gave its share back
+// and left; then the shares hash went (it expired, or Redis lost it) and
+// another process's first use made it anew. A note that the new hash sends
+// to A (after A's next take queued it there, possibly before A has read
+// that take's reply) is not taken for a note to the entry A left: it
+// would otherwise be dropped, and A would wait for a heartbeat with its
+// unit handed to it.
+func TestLeasedNoteAfterHashMadeAnewIsNotStale(t *testing.T) {
+	ctx, _, c, a, b := loggedPair(t, 1)
+
+	p, err := a.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, time.Minute, "A kept its unused share", func() bool {
+		a.l.mu.Lock()
+		registered := a.l.registered
+		a.l.mu.Unlock()
+		return !registered && errors.Is(c.HGet(ctx, a.l.keys[0], "p:"+a.l.pid).Err(), redis.Nil)
+	})
+	if err := c.Del(ctx, a.l.keys[0]).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if p, err = b.Acquire(ctx); err != nil { // B's first use makes the hash anew
+		t.Fatal(err)
+	}
+	defer func() { _ = p.Release(ctx) }()
+	v, err := c.HGet(ctx, a.l.keys[0], "v").Int64()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	a.l.pushed(1, false, v+1) // as the new hash would number a hand-off to A
+	a.l.mu.Lock()
+	ver, leftVer := a.l.ver, a.l.leftVer
+	a.l.mu.Unlock()
+	if ver != v+1 {
+		t.Fatalf("A's note of version %d from the hash made anew was dropped (A left at version %d)", v+1, leftVer)
+	}
+}

@@ -30,7 +30,9 @@ func (f takeFleet) takeFresh(pid string, need int64, configured any) []int64 {
 // waiter needs; share.lua and share_give.lua then go on from it. It
 // leaves the decision to share.lua, writing nothing, when it is not told
 // the configured limit, when the head waiter needs more than that limit,
-// and for a retried copy.
+// and for a retried copy. A hash made anew numbers its versions above
+// those of the hash it replaces, whether share_take.lua or share.lua
+// makes it.
 func TestLeasedTakeScriptCreatesMissingHash(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: servertest.RedisAddr(t)})
 	t.Cleanup(func() { _ = c.Close() })
@@ -97,4 +99,27 @@ func TestLeasedTakeScriptCreatesMissingHash(t *testing.T) {
 		t.Fatalf("after a's give-back: c's share %d, queue %q; want 1, \"a\"", s, f.queue())
 	}
 	f.checkSum("after a's give-back")
+
+	// A hash made anew (it expired, or Redis lost it) numbers its versions
+	// above those of the hash before it, whichever script makes it.
+	last, err := c.HGet(ctx, f.key, "v").Int64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Del(ctx, f.key).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if r := f.takeFresh("d", 1, 2); r[0] != shareNew || r[11] <= last {
+		t.Fatalf("d's take on a hash made anew: reply %v, want code %d and a version above %d", r, shareNew, last)
+	}
+	last, err = c.HGet(ctx, f.key, "v").Int64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Del(ctx, f.key).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if r := f.beat("e", 0, 1); r[0] != shareNew || r[11] <= last {
+		t.Fatalf("e's beat on a hash made anew: reply %v, want code %d and a version above %d", r, shareNew, last)
+	}
 }

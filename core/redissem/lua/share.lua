@@ -5,7 +5,11 @@
 -- semaphore's hash tag):
 --   1 S  hash: limit, epoch (last share epoch issued), pinned (SetLimit),
 --            v (the last version issued: every change of a share takes a
---            new one), and per process 'p:' .. pid ->
+--            new one; they count from the Redis TIME in µs at which the
+--            hash was made, so that the versions of a hash made anew, once
+--            it expired or Redis lost it, exceed those of the hash before
+--            it, of which a process that left may still hold notes), and
+--            per process 'p:' .. pid ->
 --            "share:demand:inuse:waiting:need:exp:epoch:qat:ver:told"
 --            (qat: when it was first seen starved, µs, 0 if it is not;
 --            ver: the version of its share; told: 1 if it was last told
@@ -60,7 +64,7 @@ local mychan, known = ARGV[13] or '', tonumber(ARGV[14] or '')
 local function int(x) return string.format('%d', x) end
 
 local all = redis.call('HGETALL', S)
-local limit, epoch, pinned, V, qstr, sstr = nil, 0, false, 0, nil, nil
+local limit, epoch, pinned, V, qstr, sstr = nil, 0, false, nil, nil, nil
 local procs, by, chans = {}, {}, {}
 local dead = {}
 for i = 1, #all, 2 do
@@ -90,6 +94,7 @@ for i = 1, #all, 2 do
   end
 end
 if #dead > 0 then redis.call('HDEL', S, unpack(dead)) end
+if not V then V = now_us end -- a hash made anew: see v above
 if not limit then
   limit = tonumber(ARGV[1])
   redis.call('HSET', S, 'limit', limit)

@@ -58,10 +58,11 @@ for i = 1, 8 do
 end
 if epoch == 0 and configured and need <= configured then
   -- No hash: it starts as share.lua would start it, with the configured
-  -- limit, nothing in it and nobody queued (share.lua writes limit, q and
-  -- x, or pinned, whenever it runs, so a hash without them has no entry).
+  -- limit, nothing in it, nobody queued and versions counted from now
+  -- (share.lua writes limit, q and x, or pinned, whenever it runs, so a
+  -- hash without them has no entry).
   fresh = true
-  got = {nil, '0', '', ARGV[13], nil, '0', '0:0', nil}
+  got = {nil, int(now_us), '', ARGV[13], nil, '0', int(now_us) .. ':0', nil}
 end
 local me, code = nil, 1
 if epoch == 0 then
