@@ -1,6 +1,7 @@
 package redissem
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"testing"
@@ -19,23 +20,7 @@ import (
 func TestLeasedNoteToAnEntryLeftIsStale(t *testing.T) {
 	ctx, log, c, a, _ := loggedPair(t, 1)
 
-	p, err := a.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.l.mu.Lock()
-	ver := a.l.ver
-	a.l.mu.Unlock()
-	if err := p.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
-	testwait.Until(t, time.Minute, "A kept its unused share", func() bool {
-		a.l.mu.Lock()
-		registered := a.l.registered
-		a.l.mu.Unlock()
-		return !registered && errors.Is(c.HGet(ctx, a.l.keys[0], "p:"+a.l.pid).Err(), redis.Nil)
-	})
-
+	ver := useAndLeave(ctx, t, c, a)
 	a.l.pushed(1, true, ver) // sent to the entry before A gave its share back
 	a.l.mu.Lock()
 	share, contended := a.l.share, a.l.contended
@@ -45,7 +30,8 @@ func TestLeasedNoteToAnEntryLeftIsStale(t *testing.T) {
 	}
 
 	log.take()
-	if p, err = a.Acquire(ctx); err != nil {
+	p, err := a.Acquire(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if ran := log.take(); !slices.Equal(ran, []string{"take"}) {
@@ -66,23 +52,12 @@ func TestLeasedNoteToAnEntryLeftIsStale(t *testing.T) {
 func TestLeasedNoteAfterHashMadeAnewIsNotStale(t *testing.T) {
 	ctx, _, c, a, b := loggedPair(t, 1)
 
-	p, err := a.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
-	testwait.Until(t, time.Minute, "A kept its unused share", func() bool {
-		a.l.mu.Lock()
-		registered := a.l.registered
-		a.l.mu.Unlock()
-		return !registered && errors.Is(c.HGet(ctx, a.l.keys[0], "p:"+a.l.pid).Err(), redis.Nil)
-	})
+	useAndLeave(ctx, t, c, a)
 	if err := c.Del(ctx, a.l.keys[0]).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if p, err = b.Acquire(ctx); err != nil { // B's first use makes the hash anew
+	p, err := b.Acquire(ctx) // B's first use makes the hash anew
+	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = p.Release(ctx) }()
@@ -98,4 +73,28 @@ func TestLeasedNoteAfterHashMadeAnewIsNotStale(t *testing.T) {
 	if ver != v+1 {
 		t.Fatalf("A's note of version %d from the hash made anew was dropped (A left at version %d)", v+1, leftVer)
 	}
+}
+
+// useAndLeave takes and releases a permit of a, and waits until a has given
+// its unused share back and left (its entry gone from Redis); it returns
+// the version of a's share while it held the permit.
+func useAndLeave(ctx context.Context, t *testing.T, c *redis.Client, a *Leased) int64 {
+	t.Helper()
+	p, err := a.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.l.mu.Lock()
+	ver := a.l.ver
+	a.l.mu.Unlock()
+	if err := p.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, time.Minute, "A kept its unused share", func() bool {
+		a.l.mu.Lock()
+		registered := a.l.registered
+		a.l.mu.Unlock()
+		return !registered && errors.Is(c.HGet(ctx, a.l.keys[0], "p:"+a.l.pid).Err(), redis.Nil)
+	})
+	return ver
 }

@@ -102,23 +102,22 @@ func TestLeasedTakeScriptCreatesMissingHash(t *testing.T) {
 
 	// A hash made anew (it expired, or Redis lost it) numbers its versions
 	// above those of the hash before it, whichever script makes it.
-	last, err := c.HGet(ctx, f.key, "v").Int64()
-	if err != nil {
-		t.Fatal(err)
+	remove := func() int64 { // the hash's last version, and the hash gone
+		t.Helper()
+		last, err := c.HGet(ctx, f.key, "v").Int64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Del(ctx, f.key).Err(); err != nil {
+			t.Fatal(err)
+		}
+		return last
 	}
-	if err := c.Del(ctx, f.key).Err(); err != nil {
-		t.Fatal(err)
-	}
+	last := remove()
 	if r := f.takeFresh("d", 1, 2); r[0] != shareNew || r[11] <= last {
 		t.Fatalf("d's take on a hash made anew: reply %v, want code %d and a version above %d", r, shareNew, last)
 	}
-	last, err = c.HGet(ctx, f.key, "v").Int64()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Del(ctx, f.key).Err(); err != nil {
-		t.Fatal(err)
-	}
+	last = remove()
 	if r := f.beat("e", 0, 1); r[0] != shareNew || r[11] <= last {
 		t.Fatalf("e's beat on a hash made anew: reply %v, want code %d and a version above %d", r, shareNew, last)
 	}
