@@ -37,23 +37,7 @@ func staleReplicaPromotedCluster(t *testing.T, ack bool) {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	const name = "stale-replica"
-	// Each client its own copy of the start-up addresses: go-redis appends the
-	// addresses it learns (the proxy's) to that slice, in place.
-	admin := redis.NewClusterClient(&redis.ClusterOptions{Addrs: slices.Clone(set.Addrs)})
-	defer admin.Close()
-	own := -1
-	testwait.Until(t, 20*time.Second, "the slot map names a master of the semaphore", func() bool {
-		m, err := admin.MasterForKey(ctx, "{"+name+"}")
-		if err != nil {
-			return false
-		}
-		for i, a := range set.Addrs[:3] {
-			if m.Options().Addr == a {
-				own = i
-			}
-		}
-		return own >= 0
-	})
+	own := servertest.SlotMaster(t, set.Addrs[:3], "{"+name+"}", 20*time.Second)
 	master, spare := set.Addrs[own], set.Addrs[3+(own+1)%3]
 	px, err := faultproxy.Start(master)
 	if err != nil {
@@ -91,6 +75,9 @@ func staleReplicaPromotedCluster(t *testing.T, ack bool) {
 	const limit, procs, per = 4, 2, 4
 	h := newHolds()
 	for range procs {
+		// Each client its own copy of the start-up addresses: go-redis
+		// appends the addresses it learns (the proxy's) to that slice, in
+		// place.
 		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: slices.Clone(set.Addrs)})
 		opts := []redissem.Option{redissem.WithKeyPrefix("sr:"), redissem.WithDefaultLeaseTTL(10 * time.Second)}
 		if ack {

@@ -24,20 +24,7 @@ func TestReplicaAckCluster(t *testing.T) {
 	defer cc.Close()
 	ctx := context.Background()
 	const name = "ack-cluster"
-	var own int // the index of the master of name's slot
-	testwait.Until(t, 20*time.Second, "the slot map names one of the two masters", func() bool {
-		m, err := cc.MasterForKey(ctx, "{"+name+"}")
-		if err != nil {
-			return false
-		}
-		for i, a := range set.Addrs[:2] {
-			if m.Options().Addr == a {
-				own = i
-				return true
-			}
-		}
-		return false
-	})
+	own := servertest.SlotMaster(t, set.Addrs[:2], "{"+name+"}", 20*time.Second) // the master of name's slot
 	replica := redis.NewClient(&redis.Options{Addr: set.Addrs[2+own], OnConnect: func(ctx context.Context, cn *redis.Conn) error {
 		return cn.ReadOnly(ctx).Err()
 	}})

@@ -37,3 +37,29 @@ func AwaitReplicaAck(tb testing.TB, master redis.Cmdable, key string, timeout ti
 		return acked == 2
 	})
 }
+
+// SlotMaster returns the index in masters of the node that serves key's
+// slot: the one that answers a command on key without a redirect. It fails
+// tb after timeout. A ClusterClient's MasterForKey is no substitute right
+// after the cluster formed: for a slot missing from the slot map it has
+// loaded (a node that had not yet heard of every master's slots), it names
+// a random node.
+func SlotMaster(tb testing.TB, masters []string, key string, timeout time.Duration) int {
+	tb.Helper()
+	clients := make([]*redis.Client, len(masters))
+	for i, a := range masters {
+		clients[i] = redis.NewClient(&redis.Options{Addr: a, MaxRetries: -1})
+		defer clients[i].Close()
+	}
+	own := -1
+	testwait.Until(tb, timeout, "no master served the key's slot", func() bool {
+		for i, c := range clients {
+			if c.Exists(context.Background(), key).Err() == nil {
+				own = i
+				return true
+			}
+		}
+		return false
+	})
+	return own
+}
