@@ -51,12 +51,13 @@ local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local function int(x) return string.format('%d', x) end
 
 local got = redis.call('HMGET', S, 'p:' .. pid, 'v', 'q', 'limit', 'pinned', 'x', 's', 'epoch')
+local empty = true -- no field of the hash exists
+for i = 1, 8 do
+  if got[i] then empty = false end
+end
 local configured = tonumber(ARGV[13] or '')
 local fresh = false
-for i = 1, 8 do
-  if got[i] then configured = nil end
-end
-if epoch == 0 and configured and need <= configured then
+if empty and epoch == 0 and configured and need <= configured then
   -- No hash: it starts as share.lua would start it, with the configured
   -- limit, nothing in it, nobody queued and versions counted from now
   -- (share.lua writes limit, q and x, or pinned, whenever it runs, so a
