@@ -10,13 +10,18 @@
 # cheapest hand-off through Redis). Each round runs every job
 # once, the order rotating by round, on a Redis and a PostgreSQL that you
 # start (DSN, REDIS); these jobs give the rows/s. Then it runs the leased
-# and the default mode once more each, with a psql sampler that counts the
-# page queries PostgreSQL shows active (pg_stat_activity, every 5 ms),
-# started 0.5 s before the job and stopped at its end: the sampler's own
-# queries take CPU from the job on a small machine (on 2 cores, 5-23 %
-# fewer rows/s), so the jobs that give the rows/s run without it. Output:
-# one line per job (jobs.txt, with the load average before and after) and
-# a summary.
+# mode, the default mode, the pipe and the list once more each, with a
+# psql sampler that counts the page queries PostgreSQL shows active
+# (pg_stat_activity, every 5 ms), started 0.5 s before the job and stopped
+# at its end: the sampler's own queries take CPU from the job on a small
+# machine (on 2 cores, 5-23 % fewer rows/s), so the jobs that give the
+# rows/s run without it. The pipe and the list never let more than K
+# queries start (the workers' own timeline shows it), so their counts
+# show what the sampler reads for an exact limit of K: pg_stat_activity
+# is not read at one instant, and a query that ends while the view is
+# read can be counted beside the one that starts after it. Output: one
+# line per job (jobs.txt, with the load average before and after) and a
+# summary.
 #   DSN='postgres://postgres@127.0.0.1:7660/postgres?sslmode=disable' \
 #   REDIS=redis://127.0.0.1:7401 PGPORT=7660 ROUNDS=3 bench/leased/mapreduce.sh
 set -eu
@@ -58,7 +63,8 @@ job() { # sampled label procs args...
   share=$(awk '/page share/ {print $3}' "$OUT/job.txt")
   inflight=$(awk '/max in flight/ {print $4}' "$OUT/job.txt")
   active=$(sort -n "$OUT/sample.txt" | tail -1)
-  echo "round=$rep procs=$procs mode=$label sampled=$sampled rows/s=$rps page_share=${share:--} slot_use=${slots:--} max_in_flight=$inflight pg_active_max=${active:--} samples=$(wc -l < "$OUT/sample.txt") load=[$before] -> [$(cut -d' ' -f1-3 /proc/loadavg)]" | tee -a "$OUT/jobs.txt"
+  above=$(awk '$1 > 4' "$OUT/sample.txt" | wc -l)
+  echo "round=$rep procs=$procs mode=$label sampled=$sampled rows/s=$rps page_share=${share:--} slot_use=${slots:--} max_in_flight=$inflight pg_active_max=${active:--} pg_above_k=$above samples=$(wc -l < "$OUT/sample.txt") load=[$before] -> [$(cut -d' ' -f1-3 /proc/loadavg)]" | tee -a "$OUT/jobs.txt"
   cat "$OUT/job.txt" >> "$OUT/jobs.log"
 }
 for rep in $(seq "$ROUNDS"); do
@@ -82,19 +88,21 @@ for rep in $(seq "$ROUNDS"); do
     # The limit, seen from PostgreSQL.
     job 1 leased "$procs" -leased
     job 1 default "$procs"
+    job 1 pipe "$procs" -mode pipe
+    job 1 list "$procs" -mode list
   done
 done
 # Summary: per number of processes and mode, rows/s over none's of the same round.
 awk '{
   for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
   key = f["procs"] " " f["mode"]; r = f["round"]
-  if (f["sampled"] == 1) { act[key] = act[key] " " f["pg_active_max"]; next }
+  if (f["sampled"] == 1) { act[key] = act[key] " " f["pg_active_max"] " (" f["pg_above_k"] "/" f["samples"] ")"; next }
   rps[f["procs"] " " f["mode"] " " r] = f["rows/s"]
   if (!(key in seen)) { seen[key] = 1; keys[++n] = key }
   if (r > nr) nr = r
   share[key] = share[key] " " f["page_share"]; slot[key] = slot[key] " " f["slot_use"]
 } END {
-  print "procs mode: rows/s over none'"'"'s per round | page share per round | pg_stat_activity max per round (sampled jobs) | slot use per round"
+  print "procs mode: rows/s over none'"'"'s per round | page share per round | pg_stat_activity max per round (sampled jobs; samples above K / all) | slot use per round"
   for (k = 1; k <= n; k++) {
     split(keys[k], p, " "); line = keys[k] ":"
     for (r = 1; r <= nr; r++) { b = rps[p[1] " none " r]; line = line sprintf(" %.2f", (b > 0 ? rps[keys[k] " " r] / b : 0)) }
