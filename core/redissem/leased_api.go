@@ -21,6 +21,15 @@ import (
 // processes when contended, tokens that fence only within a process, and
 // permits with no ID that another process could adopt.
 //
+// It pays off when the same few processes use a semaphore again and again
+// with short holds: a process reuses its share with no round trip. Prefer
+// Semaphore when most uses of a semaphore come from another process than
+// the last one (many keys, each used now and then across a fleet): a unit
+// that an idle process keeps must be asked back, a push and a give-back,
+// before it moves, so there the leased mode is no faster than Semaphore
+// and its callers wait longer. The figures are in
+// https://github.com/distsem/distsem/blob/main/bench/BENCHMARKS.md.
+//
 // Every process of one semaphore must use the same mode: the modes keep
 // separate state in Redis, so a mix would admit up to twice the limit.
 type Leased struct {
