@@ -29,16 +29,8 @@ type holder struct {
 	endUS int64
 	lost  chan struct{} // closed when the lease could not be kept
 	// ctx is the acquiring call's, whose values (not its cancellation:
-	// lostCtx) EventLost carries; nil for an adopted permit.
+	// reportLost) EventLost carries; nil for an adopted permit.
 	ctx context.Context
-}
-
-// lostCtx is the ctx of h's EventLost.
-func lostCtx(ctx context.Context) context.Context {
-	if ctx == nil {
-		return nil
-	}
-	return context.WithoutCancel(ctx)
 }
 
 // lose reports each holder of gone lost with err, once it is out of its
@@ -48,8 +40,7 @@ func lostCtx(ctx context.Context) context.Context {
 // call back into the semaphore.
 func lose(gone []*holder, err error) {
 	for _, h := range gone {
-		h.s.b.cfg.observe(core.Event{Kind: core.EventLost, Name: h.s.label, Weight: h.weight, Err: err, Ctx: lostCtx(h.ctx)})
-		close(h.lost)
+		h.s.b.cfg.reportLost(h.ctx, h.s.label, h.weight, err, h.lost)
 	}
 }
 

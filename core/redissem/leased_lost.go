@@ -1,10 +1,6 @@
 package redissem
 
-import (
-	"context"
-
-	"github.com/distsem/distsem/core"
-)
+import "context"
 
 // How a leased process loses its share: an outage that outlasts the lease
 // (setDown), a share gone from Redis (loseAll), and Close (shutdown).
@@ -35,9 +31,8 @@ func (l *leased) loseAll() {
 		}
 	}
 	l.mu.Unlock()
-	for _, p := range lost { // EventLost first, then Lost, as lose does
-		l.s.b.cfg.observe(core.Event{Kind: core.EventLost, Name: l.s.label, Weight: p.weight, Ctx: lostCtx(p.ctx)})
-		close(p.lost)
+	for _, p := range lost {
+		l.s.b.cfg.reportLost(p.ctx, l.s.label, p.weight, nil, p.lost)
 	}
 }
 

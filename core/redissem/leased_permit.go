@@ -38,7 +38,7 @@ type leasedPermit struct {
 	inner  *core.Permit // the share's own permit
 	weight int64
 	lost   chan struct{}
-	ctx    context.Context // the acquiring call's, for EventLost (lostCtx)
+	ctx    context.Context // the acquiring call's, for EventLost (reportLost)
 }
 
 func (p *leasedPermit) ReleasePermit(ctx context.Context, _ *core.Permit) error {

@@ -1,6 +1,7 @@
 package redissem
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -144,6 +145,21 @@ func (c *config) observe(e core.Event) {
 	if c.observer != nil {
 		c.observer.Observe(e)
 	}
+}
+
+// reportLost reports a permit of the semaphore name lost (with err, if
+// known): first EventLost, with the values of ctx, the acquiring call's
+// (nil for an adopted permit), but not its cancellation, so that an
+// observer sees it while the permit's caller still waits on Lost (and,
+// say, its trace span is open); then it closes lost. It must not be called
+// with a lock held that an observer calling back into the semaphore would
+// take.
+func (c *config) reportLost(ctx context.Context, name string, weight int64, err error, lost chan struct{}) {
+	if ctx != nil {
+		ctx = context.WithoutCancel(ctx)
+	}
+	c.observe(core.Event{Kind: core.EventLost, Name: name, Weight: weight, Err: err, Ctx: ctx})
+	close(lost)
 }
 
 func shared(o core.Option) Option { return func(c *config) { c.shared = append(c.shared, o) } }

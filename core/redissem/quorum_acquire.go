@@ -17,7 +17,7 @@ type quorumHold struct {
 	q    *Quorum
 	need int // masters that must grant, fixed when granted
 	a    acquireSpec
-	ctx  context.Context      // the acquiring call's, for EventLost (lostCtx)
+	ctx  context.Context      // the acquiring call's, for EventLost (reportLost)
 	opts []core.AcquireOption // for the masters: the weight and lease TTL
 	try  bool
 	stop context.CancelFunc // ends the masters' requests

@@ -24,9 +24,8 @@ func (h *quorumHold) watch(p *holder) {
 		gone := h.alive < h.need && h.state == holdHeld && !h.lostSet
 		h.lostSet = h.lostSet || gone
 		h.mu.Unlock()
-		if gone { // EventLost first, then Lost, as lose does
-			h.q.cfg.observe(core.Event{Kind: core.EventLost, Name: h.q.name, Weight: h.a.weight, Ctx: lostCtx(h.ctx)})
-			close(h.lost)
+		if gone {
+			h.q.cfg.reportLost(h.ctx, h.q.name, h.a.weight, nil, h.lost)
 		}
 	})
 }
