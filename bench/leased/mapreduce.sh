@@ -29,6 +29,7 @@ cd "$(dirname "$0")/../.." # the repository
 : "${DSN:?set DSN to a PostgreSQL URL}" "${REDIS:?set REDIS to a Redis URL}" "${PGPORT:?set PGPORT}"
 ROUNDS=${ROUNDS:-3}
 ROWS=${ROWS:-5000000}
+K=4 # the limit of every job (and of the count of samples above it)
 OUT=${OUT:-$(mktemp -d /tmp/distsem-mapreduce.XXXXXX)}
 mkdir -p "$OUT"
 if [ -s "$OUT/jobs.txt" ]; then
@@ -51,7 +52,7 @@ job() { # sampled label procs args...
     sampler=$!
     sleep 0.5
   fi
-  "$OUT/mr" -driver pgx -dsn "$DSN" -redis "$REDIS" -name "mr-$label-$procs-$rep-$sampled" -slow 0 -limit 4 -concurrency 4 \
+  "$OUT/mr" -driver pgx -dsn "$DSN" -redis "$REDIS" -name "mr-$label-$procs-$rep-$sampled" -slow 0 -limit "$K" -concurrency 4 \
     -skew 0 -rows "$ROWS" -compare=false -progress 0 -workers "$procs" "$@" > "$OUT/job.txt" 2>&1
   if [ "$sampled" = 1 ]; then
     kill "$sampler"
@@ -63,7 +64,7 @@ job() { # sampled label procs args...
   share=$(awk '/page share/ {print $3}' "$OUT/job.txt")
   inflight=$(awk '/max in flight/ {print $4}' "$OUT/job.txt")
   active=$(sort -n "$OUT/sample.txt" | tail -1)
-  above=$(awk '$1 > 4' "$OUT/sample.txt" | wc -l)
+  above=$(awk -v k="$K" '$1 > k' "$OUT/sample.txt" | wc -l)
   echo "round=$rep procs=$procs mode=$label sampled=$sampled rows/s=$rps page_share=${share:--} slot_use=${slots:--} max_in_flight=$inflight pg_active_max=${active:--} pg_above_k=$above samples=$(wc -l < "$OUT/sample.txt") load=[$before] -> [$(cut -d' ' -f1-3 /proc/loadavg)]" | tee -a "$OUT/jobs.txt"
   cat "$OUT/job.txt" >> "$OUT/jobs.log"
 }
