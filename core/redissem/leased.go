@@ -32,6 +32,7 @@ type leased struct {
 
 	mu           sync.Mutex
 	demand       int64                    // weight of callers in Acquire or holding
+	arriving     map[int64]int            // weight -> callers in Acquire not yet queued locally (needLocked)
 	peak         int64                    // highest demand since the last beat
 	held         map[*leasedPermit]bool   // -> lost already
 	waiting      map[*waitCancel]struct{} // queued locally: ended on an outage
@@ -89,7 +90,7 @@ func newLeased(s *Semaphore) *leased {
 	l := &leased{s: s, pid: s.b.newID(false), keys: []string{tag + "ls"},
 		loc:  backend.NewShare(s.label, s.limit, core.WithObserver(s.b.cfg.observer), core.WithOwner(s.b.cfg.owner)),
 		wake: make(chan struct{}, 1), retime: make(chan struct{}, 1), slot: make(chan struct{}, 1), unused: make(chan struct{}, 1), left: make(chan struct{}, 1), held: make(map[*leasedPermit]bool),
-		waiting: make(map[*waitCancel]struct{}), beatDone: make(chan struct{}), limit: s.limit,
+		waiting: make(map[*waitCancel]struct{}), arriving: make(map[int64]int), beatDone: make(chan struct{}), limit: s.limit,
 		rebalance: shareRebalance, idle: shareIdle}
 	return l
 }
@@ -172,6 +173,18 @@ func (l *leased) noRoom() string {
 
 // wait is the slow path: the local share is full or others are queued.
 func (l *leased) wait(ctx context.Context, try bool, weight int64, opts []core.AcquireOption) (*core.Permit, error) {
+	arrived := false
+	arrive := func() { // l.mu held
+		if !arrived {
+			arrived = true
+			l.arrivedLocked(weight)
+		}
+	}
+	defer func() {
+		l.mu.Lock()
+		arrive()
+		l.mu.Unlock()
+	}()
 	l.mu.Lock()
 	gen, outage := l.beatGen, l.outage()
 	news := l.newsLocked(max(weight, l.loc.State().Head))
@@ -208,6 +221,9 @@ func (l *leased) wait(ctx context.Context, try bool, weight int64, opts []core.A
 				return nil, ctxError(ctx, l.s.name)
 			}
 		}
+		l.mu.Lock()
+		arrive()
+		l.mu.Unlock()
 		p, err := l.loc.TryAcquire(ctx, opts...)
 		if err != nil && !errors.Is(err, core.ErrClosed) {
 			l.mu.Lock()
@@ -224,6 +240,7 @@ func (l *leased) wait(ctx context.Context, try bool, weight int64, opts []core.A
 	w := &waitCancel{cancel: cancel}
 	l.mu.Lock()
 	l.waiting[w] = struct{}{}
+	arrive()
 	l.mu.Unlock()
 	p, err := l.loc.Acquire(wctx, opts...)
 	l.mu.Lock()
@@ -295,6 +312,7 @@ func (l *leased) begin(weight int64) error {
 		return core.ErrClosed
 	}
 	l.demand += weight
+	l.arriving[weight]++
 	l.peak = max(l.peak, l.demand)
 	if !l.gaveAt.IsZero() {
 		// Used again soon after a release gave the share back: keep it
@@ -310,11 +328,20 @@ func (l *leased) begin(weight int64) error {
 		if !l.s.b.goBackground(l.loop) {
 			l.unroute()
 			l.demand -= weight
+			l.arrivedLocked(weight)
 			return core.ErrClosed
 		}
 		l.running = true
 	}
 	return nil
+}
+
+// arrivedLocked counts a caller of weight out of the arriving ones: it is
+// about to queue locally (or to leave). l.mu is held.
+func (l *leased) arrivedLocked(weight int64) {
+	if l.arriving[weight]--; l.arriving[weight] <= 0 {
+		delete(l.arriving, weight)
+	}
 }
 
 func (l *leased) end(weight int64) {

@@ -361,7 +361,21 @@ func (l *leased) takesLocked(need int64) bool {
 func (l *leased) needLocked(ls backend.ShareState) int64 {
 	need := ls.Head
 	if arriving := l.demand - ls.InUse - ls.WaitW; need == 0 && arriving > 0 {
-		need = min(arriving, ls.Limit)
+		// One of the callers on their way into the local queue will be its
+		// head. Their order is not known: take the lightest (a heavier one
+		// asks for itself once queued here), never their sum, which would
+		// make a process whose callers come in a burst look starved for
+		// many units at once.
+		lightest := int64(0)
+		for w := range l.arriving {
+			if lightest == 0 || w < lightest {
+				lightest = w
+			}
+		}
+		if lightest == 0 {
+			lightest = 1 // none counted: queued here this instant, the head next time
+		}
+		need = min(lightest, arriving, ls.Limit)
 	}
 	return need
 }

@@ -76,10 +76,12 @@ func (l *leased) pushed(share int64, contended bool, ver int64) {
 	l.pushes++
 	l.applyLocked()
 	l.checkGiveLocked()
-	if !contended && l.demand > l.reported && l.share < l.limit {
-		// The queue is served: the shares follow the targets again, for
-		// a demand that this process did not report while it was queued
-		// (and that a larger share could serve).
+	if !contended && l.demand > l.share && l.share < l.limit {
+		// The queue is served: the shares follow the targets again. This
+		// process has callers that its share cannot serve at once, and
+		// nothing else would make it beat before its heartbeat: its full
+		// beat grows its share from free capacity, or says that the
+		// shares are to move (hot).
 		l.poke()
 	}
 }

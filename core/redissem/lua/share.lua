@@ -220,11 +220,12 @@ local starved = STARVED(procs)
 -- Hot (every process then beats faster, and the shares follow the
 -- targets): nobody is starved (those are served by hand-off), and the
 -- targets rotate, or a process with callers queued is below its target.
-local mytarget, hot = 0, 0
+local mytarget, hot, tgt = 0, 0, nil
 if me and #starved > 0 then
   mytarget = me.share
 elseif me then
   local target, rotating = targets()
+  tgt = target
   if rotating then hot = 1 end
   for _, e in ipairs(procs) do
     if e.waiting > 0 and (target[e.pid] or 0) > e.share then hot = 1 end
@@ -256,6 +257,24 @@ if mystarved and not wasq then
   for _, e in ipairs(procs) do
     if e ~= me and e.share > 0 and e.told == 0 and not e.dirty then
       notes[#notes + 1] = e
+    end
+  end
+end
+-- Capacity free with nobody starved: tell each other process whose
+-- callers wait and whose share is below its target, so that it beats and
+-- takes its part now rather than at its next heartbeat (it grows only to
+-- its target, so the notes do not go back and forth).
+if #starved == 0 and (op == 'beat' or op == 'leave') then
+  local held = 0
+  for _, e in ipairs(procs) do held = held + e.share end
+  if held < limit then
+    local target = tgt or targets()
+    local noted = {}
+    for _, e in ipairs(notes) do noted[e] = true end
+    for _, e in ipairs(procs) do
+      if e ~= me and not noted[e] and e.waiting > 0 and (target[e.pid] or 0) > e.share then
+        notes[#notes + 1] = e
+      end
     end
   end
 end

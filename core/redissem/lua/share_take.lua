@@ -12,9 +12,12 @@
 -- it since the version it applied, the process queued already, a lease
 -- that ended, capacity free while others are queued, a queue that
 -- disagrees with the entries), it changes nothing and replies {0}: the
--- caller then runs share.lua. It takes only what the head waiter lacks:
--- growing towards the max-min target by demand is share.lua's (hot asks
--- for that beat).
+-- caller then runs share.lua. From free capacity, with nobody queued, it
+-- takes what the head waiter lacks and what the process's other callers
+-- could use at once (its demand); when that is not free it asks for the
+-- head waiter alone, so that a burst of callers does not queue as one
+-- heavy waiter. Growing towards the max-min target by demand is
+-- share.lua's (hot asks for that beat).
 -- The holders are told when the queue forms: a process that queues
 -- behind nobody tells every process that holds a share and was not told
 -- yet, as share.lua does. While the queue is not empty every holder that
@@ -89,9 +92,11 @@ if need <= kept then return {0} end -- not starved: share.lua's beat
 local sum = SUM_READ(got[7], V)
 local queue, writes, notes, soon = {}, {}, {}, 0
 if qstr == '' and sum and sum - shrunk + (need - kept) <= limit then
-  -- Enough is free: take what the head waiter lacks.
-  sum = sum - shrunk + (need - kept)
-  me.share = need
+  -- Enough is free: take what the head waiter lacks, and what the other
+  -- callers (demand, in permits) could use at once, as far as it is free.
+  local grow = math.max(need, math.min(demand, limit - (sum - shrunk) + kept))
+  sum = sum - shrunk + (grow - kept)
+  me.share = grow
 else
   -- Read every entry: the free capacity, the queue's tail, and the
   -- holders to tell.
