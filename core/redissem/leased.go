@@ -181,9 +181,11 @@ func (l *leased) wait(ctx context.Context, try bool, weight int64, opts []core.A
 		}
 	}
 	defer func() {
-		l.mu.Lock()
-		arrive()
-		l.mu.Unlock()
+		if !arrived {
+			l.mu.Lock()
+			arrive()
+			l.mu.Unlock()
+		}
 	}()
 	l.mu.Lock()
 	gen, outage := l.beatGen, l.outage()
