@@ -35,9 +35,9 @@ func (s *Local) setShare(limit, share int64) {
 }
 
 // shareState returns the permits held by callers, the weight and number
-// of callers queued, the head waiter's weight (0 if none), the share and
-// the limit.
-func (s *Local) shareState() (inUse, waitW, waitN, head, share, limit int64) {
+// of callers queued, the head waiter's weight (0 if none), the share, the
+// limit and the grants made so far.
+func (s *Local) shareState() (inUse, waitW, waitN, head, share, limit, grants int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, w := range s.queuedWaiters() {
@@ -46,7 +46,7 @@ func (s *Local) shareState() (inUse, waitW, waitN, head, share, limit int64) {
 	if it := s.waiters.Next(); it != nil {
 		head = it.Weight
 	}
-	return s.limit - s.freeNow() - s.reserve, waitW, int64(s.waiters.Len()), head, s.limit - s.reserve, s.limit
+	return s.limit - s.freeNow() - s.reserve, waitW, int64(s.waiters.Len()), head, s.limit - s.reserve, s.limit, s.grantsNow()
 }
 
 // raiseTokens makes the next token at least base + 1.

@@ -35,6 +35,15 @@ func (s *Local) nextToken() int64 {
 	return s.tokBase.Load() + s.seq
 }
 
+// grantsNow returns the grants made so far. s.mu must be held.
+func (s *Local) grantsNow() int64 {
+	if st := s.state.Load(); st&word.Frozen == 0 {
+		_, seq := word.Unpack(st)
+		return seq
+	}
+	return s.seq
+}
+
 // freeNow returns the free permits. s.mu must be held.
 func (s *Local) freeNow() int64 {
 	if st := s.state.Load(); st&word.Frozen == 0 {

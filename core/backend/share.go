@@ -20,7 +20,7 @@ type Share struct{ loc *core.Local }
 var (
 	newShare    = bridge.NewShare.(func(string, int64, []core.Option) *core.Local)
 	setShare    = bridge.SetShare.(func(*core.Local, int64, int64))
-	shareState  = bridge.ShareState.(func(*core.Local) (int64, int64, int64, int64, int64, int64))
+	shareState  = bridge.ShareState.(func(*core.Local) (int64, int64, int64, int64, int64, int64, int64))
 	raiseTokens = bridge.RaiseTokens.(func(*core.Local, int64))
 )
 
@@ -57,12 +57,15 @@ type ShareState struct {
 	Head  int64 // the weight of the head waiter, 0 if none
 	Share int64 // the permits callers may hold
 	Limit int64
+	// Grants counts the grants made so far, from 0: the tokens of the
+	// grants that follow increase with it.
+	Grants int64
 }
 
 // State returns what l holds now.
 func (l *Share) State() ShareState {
 	var st ShareState
-	st.InUse, st.WaitW, st.WaitN, st.Head, st.Share, st.Limit = shareState(l.loc)
+	st.InUse, st.WaitW, st.WaitN, st.Head, st.Share, st.Limit, st.Grants = shareState(l.loc)
 	return st
 }
 

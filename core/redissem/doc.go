@@ -21,7 +21,8 @@
 //   - Leased (NewLeased, NewLeasedKeyed) leases each process a share of the
 //     limit and grants within it without a round trip per permit while the
 //     shares suffice; when they do not, freed units go to the processes
-//     that wait, in arrival order, by the same script-and-push hand-off.
+//     that wait, in arrival order, by the same script-and-push hand-off,
+//     and serve there the callers queued when they arrive.
 //     Increasing tokens within a process only.
 //   - Quorum (NewQuorum, NewAllOf) spreads one semaphore over independent
 //     masters, as Redlock (NewQuorum) or Redisson's MultiLock (NewAllOf) do.

@@ -46,6 +46,7 @@ type leased struct {
 	doneGen      uint64                   // the generation of the last beat done
 	reported     int64                    // the demand the last beat reported
 	reportedNeed int64                    // the head's weight it reported
+	turnEnd      int64                    // in a turn (leased_turn.go): the local share's grant count at which it ends; else 0
 
 	// The share as Redis holds it, from the last reply or push (the newest
 	// version wins), and what the local share is made of (applyLocked).

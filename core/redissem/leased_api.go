@@ -16,10 +16,13 @@ import (
 // that process queues in Redis, and every unit freed anywhere goes at once
 // to the process that has waited longest: the releasing process gives it
 // back in the release itself (one script), which hands it over and tells
-// that process by pub/sub. See the package documentation, "Leased shares",
-// for what it guarantees: FIFO within a process and arrival order between
-// processes when contended, tokens that fence only within a process, and
-// permits with no ID that another process could adopt.
+// that process by pub/sub. That process then has its turn: the unit serves
+// its queued callers one after another without a round trip, for as many
+// grants as callers were queued in it when the turn began, and the release
+// that ends the turn gives it back. See docs/GUARANTEES.md, "Leased shares", for what it guarantees:
+// FIFO within a process and arrival order between processes when
+// contended, tokens that fence only within a process, and permits with no
+// ID that another process could adopt.
 //
 // It pays off when the same few processes use a semaphore again and again
 // with short holds: a process reuses its share with no round trip. Prefer

@@ -306,7 +306,8 @@ func (l *leased) beat(ctx context.Context, leanOnly bool) (time.Duration, bool) 
 		l.ver = 0 // registered anew: the versions may have started anew
 	}
 	if r.ver >= l.ver {
-		l.ver, l.share, l.contended, l.cap = r.ver, r.share, r.contended, r.target
+		l.setShareLocked(r.share, r.contended)
+		l.ver, l.cap = r.ver, r.target
 		l.toldAt = time.Now()
 		l.free, l.freeAt = r.free, l.toldAt
 	}

@@ -48,9 +48,11 @@ func (p *leasedPermit) ReleasePermit(ctx context.Context, _ *core.Permit) error 
 // release gives p back to the local share at in-process cost. When Redis
 // holds more share for this process than it now needs, the loop is poked
 // to give the difference back at once. While another process is starved,
-// the freed units are not granted here: the release itself gives them back
-// to Redis (one script, in the caller's goroutine: leanNow), which hands
-// them to the process that has waited longest, this one included. So does
+// the freed units go to the next caller queued here only during this
+// process's turn (leased_turn.go); otherwise they are not granted here:
+// the release itself gives them back to Redis (one script, in the
+// caller's goroutine: leanNow), which hands them to the process that has
+// waited longest, this one included. So does
 // a release that leaves the share unused when the share went back unused
 // after its last idle time (see leased_idle.go): the process then leaves.
 func (l *leased) release(ctx context.Context, p *leasedPermit) error {
@@ -59,7 +61,8 @@ func (l *leased) release(ctx context.Context, p *leasedPermit) error {
 	delete(l.held, p)
 	l.demand -= p.weight
 	unused := l.demand == 0 && len(l.held) == 0 && l.share > 0
-	give := l.registered && !l.closed && !lost && ok && (l.contended || unused && l.giveIdle)
+	give := l.registered && !l.closed && !lost && ok &&
+		(l.contended && !l.keepForTurnLocked(p.weight) || unused && l.giveIdle)
 	if give && !l.giveReq {
 		l.giveReq = true
 		l.applyLocked()

@@ -71,7 +71,8 @@ func (l *leased) pushed(share int64, contended bool, ver int64) {
 	if share > l.share {
 		l.cap = max(l.cap, share) // handed to it: its to use
 	}
-	l.ver, l.share, l.contended = ver, share, contended
+	l.setShareLocked(share, contended)
+	l.ver = ver
 	l.toldAt = time.Now()
 	l.pushes++
 	l.applyLocked()

@@ -26,7 +26,7 @@ var (
 	NewShare any
 	// SetShare: func(l *Local, limit, share int64)
 	SetShare any
-	// ShareState: func(l *Local) (inUse, waitW, waitN, head, share, limit int64)
+	// ShareState: func(l *Local) (inUse, waitW, waitN, head, share, limit, grants int64)
 	ShareState any
 	// RaiseTokens: func(l *Local, base int64)
 	RaiseTokens any
