@@ -263,7 +263,7 @@ func (l *leased) beat(ctx context.Context, leanOnly bool) (time.Duration, bool) 
 			// The lease may have ended in Redis: grant nothing more and
 			// tell the holders.
 			st.registered = false
-			l.registered, l.share = false, 0
+			l.registered, l.share, l.turnEnd = false, 0, 0
 		}
 		l.applyLocked()
 		l.mu.Unlock()
@@ -280,6 +280,7 @@ func (l *leased) beat(ctx context.Context, leanOnly bool) (time.Duration, bool) 
 		l.mu.Lock()
 		l.leftVer = max(l.leftVer, l.ver, r.ver) // the notes to the entry it left are stale
 		l.registered, l.share, l.ver, l.giving, l.contended, l.hot = false, 0, 0, false, false, false
+		l.turnEnd = 0
 		l.applyLocked()
 		again := l.demand > 0
 		l.mu.Unlock()

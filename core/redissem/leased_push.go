@@ -14,7 +14,8 @@ import (
 // "pid:share*2+c:version" on its channel (the default mode's subscription
 // carries it); the process applies the share at once and grants from it.
 // c tells it that another process is starved: it then gives back, in the
-// release itself, the units it does not use (see release and beat).
+// release itself, the units it does not use (see release and beat), once
+// its turn is over if the queue just served it (leased_turn.go).
 
 // pushRoutes maps a leased process's pid to its *leased, for the notes
 // published to it; routed counts the entries, so that the default mode
