@@ -1,16 +1,11 @@
 package redissem
 
 import (
-	"context"
-	"crypto/rand"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/distsem/distsem/core"
-	"github.com/distsem/distsem/internal/servertest"
 	"github.com/distsem/distsem/internal/testwait"
 )
 
@@ -24,13 +19,7 @@ import (
 // beat), B's second caller (it came while B held the unit, before A's
 // turn), then A's third caller (it came during A's turn).
 func TestLeasedTurnServesTheCallersQueuedWhenItBegins(t *testing.T) {
-	c := redis.NewClient(&redis.Options{Addr: servertest.RedisAddr(t)})
-	t.Cleanup(func() { _ = c.Close() })
-	prefix := "t" + rand.Text()[:10] + ":"
-	a := slowLeased(t, c, prefix, "turn", 1)
-	b := slowLeased(t, c, prefix, "turn", 1)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx, _, c, a, b := loggedPair(t, 1)
 
 	type grant struct {
 		p   *core.Permit
