@@ -67,11 +67,13 @@ func TestLeasedTurnServesTheCallersQueuedWhenItBegins(t *testing.T) {
 		default:
 		}
 	}
-	release := func(g grant) {
+	release := func(p *core.Permit) int64 {
 		t.Helper()
-		if err := g.p.Release(ctx); err != nil {
+		at := seq.Add(1)
+		if err := p.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
+		return at
 	}
 
 	p0, err := a.Acquire(ctx) // free capacity: no turn
@@ -88,9 +90,7 @@ func TestLeasedTurnServesTheCallersQueuedWhenItBegins(t *testing.T) {
 
 	// A took its unit from free capacity: its release hands it to B, whose
 	// caller came first, and A joins the queue for its two callers.
-	if err := p0.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	rel0 := release(p0)
 	gb1 := granted(b1, "B's first caller")
 	notYet(a1, "A's first caller")
 	contended(b)
@@ -98,12 +98,12 @@ func TestLeasedTurnServesTheCallersQueuedWhenItBegins(t *testing.T) {
 	waitingIn(b, 1)
 
 	// B's release hands the unit to A: A's turn serves its two callers.
-	release(gb1)
+	relB1 := release(gb1.p)
 	ga1 := granted(a1, "A's first caller")
 	a3 := acquire(a) // during A's turn: served in its next one
 	waitingIn(a, 2)
 	beatsA, _ := beats(a.l)
-	release(ga1)
+	relA1 := release(ga1.p)
 	ga2 := granted(a2, "A's second caller")
 	if n, _ := beats(a.l); n != beatsA {
 		t.Fatalf("A beat %d times between its two grants of one turn: want none, the unit stays in the process", n-beatsA)
@@ -115,17 +115,20 @@ func TestLeasedTurnServesTheCallersQueuedWhenItBegins(t *testing.T) {
 
 	// The turn's last release gives the unit back: B's second caller came
 	// before A's third.
-	release(ga2)
+	relA2 := release(ga2.p)
 	gb2 := granted(b2, "B's second caller")
 	notYet(a3, "A's third caller")
-	release(gb2)
+	relB2 := release(gb2.p)
 	ga3 := granted(a3, "A's third caller")
-	release(ga3)
+	release(ga3.p)
 
-	order := []int64{gb1.at, ga1.at, ga2.at, gb2.at, ga3.at}
-	for i := 1; i < len(order); i++ {
-		if order[i] < order[i-1] {
-			t.Fatalf("grants in the order %v (events), want increasing: B1, A1, A2, B2, A3", order)
+	// The timeline keeps the limit: each grant comes after the release of
+	// the permit before it.
+	grants := []int64{gb1.at, ga1.at, ga2.at, gb2.at, ga3.at}
+	releases := []int64{rel0, relB1, relA1, relA2, relB2}
+	for i := range grants {
+		if grants[i] < releases[i] {
+			t.Fatalf("grant %d (event %d) before the release of the permit before it (event %d): 2 holders, limit 1; grants %v, releases %v", i, grants[i], releases[i], grants, releases)
 		}
 	}
 }
