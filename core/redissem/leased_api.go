@@ -19,10 +19,10 @@ import (
 // that process by pub/sub. That process then has its turn: the unit serves
 // its queued callers one after another without a round trip, for as many
 // grants as callers were queued in it when the turn began, and the release
-// that ends the turn gives it back. See docs/GUARANTEES.md, "Leased shares", for what it guarantees:
-// FIFO within a process and arrival order between processes when
-// contended, tokens that fence only within a process, and permits with no
-// ID that another process could adopt.
+// that ends the turn gives it back. See docs/GUARANTEES.md, "Leased
+// shares", for what it guarantees: FIFO within a process and arrival order
+// between processes when contended, tokens that fence only within a
+// process, and permits with no ID that another process could adopt.
 //
 // It pays off when the same few processes use a semaphore again and again
 // with short holds: a process reuses its share with no round trip. Prefer
