@@ -21,6 +21,24 @@ local function ENTRY_READ(p, v, now)
     need = tonumber(e), exp = tonumber(f), epoch = tonumber(g), qat = tonumber(h), ver = tonumber(i), told = tonumber(j)}
 end
 
+-- ENTRIES_READ reads the whole shares hash S: every entry but pid's
+-- whose lease has not ended by now (ms), by pid; every process's channel,
+-- by pid; and whether some entry's lease had ended.
+local function ENTRIES_READ(S, pid, now)
+  local all = redis.call('HGETALL', S)
+  local by, chans, ended = {}, {}, false
+  for i = 1, #all, 2 do
+    local kind, p = string.sub(all[i], 1, 2), string.sub(all[i], 3)
+    if kind == 'c:' then
+      chans[p] = all[i + 1]
+    elseif kind == 'p:' and p ~= pid then
+      local e = ENTRY_READ(p, all[i + 1], now)
+      if e then by[p] = e else ended = true end
+    end
+  end
+  return by, chans, ended
+end
+
 local function ENTRY_ENC(e)
   return string.format('%d:%d:%d:%d:%d:%d:%d:%d:%d:%d', e.share, e.demand, e.inuse, e.waiting, e.need, e.exp,
     e.epoch, e.qat, e.ver, e.told)

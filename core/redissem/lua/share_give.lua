@@ -128,19 +128,9 @@ if #rest == 0 and left > 0 and limit > 1 then
   -- callers wait beyond its share (as of its last script), so that it
   -- beats (share.lua) and takes its part now rather than at its next
   -- heartbeat. (With a limit of 1 such a process is starved, and queued.)
-  local all = redis.call('HGETALL', S)
-  local chans, want = {}, {}
-  for i = 1, #all, 2 do
-    local kind, p = string.sub(all[i], 1, 2), string.sub(all[i], 3)
-    if kind == 'c:' then
-      chans[p] = all[i + 1]
-    elseif kind == 'p:' and p ~= pid then
-      local e = ENTRY_READ(p, all[i + 1], now)
-      if e and e.qat == 0 and e.waiting > 0 and e.demand > e.share then want[#want + 1] = e end
-    end
-  end
-  for _, e in ipairs(want) do
-    SHARE_NOTE(chans[e.pid], e)
+  local by, chans = ENTRIES_READ(S, pid, now)
+  for p, e in pairs(by) do
+    if e.qat == 0 and e.waiting > 0 and e.demand > e.share then SHARE_NOTE(chans[p], e) end
   end
 end
 local free = -1 -- unknown

@@ -100,24 +100,10 @@ if qstr == '' and sum and sum - shrunk + (need - kept) <= limit then
 else
   -- Read every entry: the free capacity, the queue's tail, and the
   -- holders to tell.
-  local all = redis.call('HGETALL', S)
-  local by, chans = {}, {}
-  sum = 0
-  for i = 1, #all, 2 do
-    local f, v = all[i], all[i + 1]
-    local kind, p = string.sub(f, 1, 2), string.sub(f, 3)
-    if kind == 'p:' then
-      if p ~= pid then
-        local e = ENTRY_READ(p, v, now)
-        if not e then return {0} end -- its lease ended: share.lua frees its share
-        by[p] = e
-        sum = sum + e.share
-      end
-    elseif kind == 'c:' then
-      chans[p] = v
-    end
-  end
-  sum = sum + me.share
+  local by, chans, ended = ENTRIES_READ(S, pid, now)
+  if ended then return {0} end -- a lease ended: share.lua frees its share
+  sum = me.share
+  for _, e in pairs(by) do sum = sum + e.share end
   local free = limit - sum
   for p in string.gmatch(qstr, '%S+') do queue[#queue + 1] = p end
   local starved = 0
