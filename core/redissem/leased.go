@@ -62,6 +62,7 @@ type leased struct {
 	freeAt     time.Time // when a reply last said so
 	giveReq    bool      // the loop is to give back the share not in use
 	giving     bool      // a give-back is in flight (either: grant nothing here)
+	giveQueued bool      // giveReq waits in the client's queue of idle give-backs (leased_batch.go)
 	leanFull   bool      // a lean script left the next beat to share.lua
 	pushes     int64     // notes applied (for tests)
 	deferred   bool      // the loop waits out shareMinGap before a beat
@@ -126,6 +127,11 @@ func (l *leased) acquire(ctx context.Context, try bool, opts []core.AcquireOptio
 		return l.hold(ctx, p, true)
 	} else if !errors.Is(err, core.ErrNoPermit) {
 		return nil, err
+	}
+	if l.unqueueGive() {
+		if p, err := l.loc.TryAcquire(ctx, opts...); err == nil {
+			return l.hold(ctx, p, true)
+		}
 	}
 	if try {
 		if why := l.noRoom(); why != "" {

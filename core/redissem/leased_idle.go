@@ -9,8 +9,9 @@ import (
 // has gone unused for shareIdle, and leaves: by that give-back when it
 // held a share, else after TTL/3 without demand. Its loop then stops.
 // When the share went back so, the next release that leaves it unused
-// gives it back at once (giveIdle), until a caller comes within shareIdle
-// of such a give-back: then the share waits for shareIdle again.
+// gives it back at once (giveIdle: queued, see leased_batch.go, unless
+// another process is starved), until a caller comes within shareIdle of
+// such a give-back: then the share waits for shareIdle again.
 
 // stopIfLeft ends the loop, freeing the slot that it holds, if the
 // process is idle and has no entry in Redis (it left by its give-back, or

@@ -52,9 +52,11 @@ func (p *leasedPermit) ReleasePermit(ctx context.Context, _ *core.Permit) error 
 // process's turn (leased_turn.go); otherwise they are not granted here:
 // the release itself gives them back to Redis (one script, in the
 // caller's goroutine: leanNow), which hands them to the process that has
-// waited longest, this one included. So does
-// a release that leaves the share unused when the share went back unused
-// after its last idle time (see leased_idle.go): the process then leaves.
+// waited longest, this one included. A release that leaves the share
+// unused when the share went back unused after its last idle time (see
+// leased_idle.go) gives it back too, and the process leaves; while nobody
+// is starved that give-back is queued (leased_batch.go), and the release
+// returns without a round trip.
 func (l *leased) release(ctx context.Context, p *leasedPermit) error {
 	l.mu.Lock()
 	lost, ok := l.held[p]
@@ -67,6 +69,8 @@ func (l *leased) release(ctx context.Context, p *leasedPermit) error {
 		l.giveReq = true
 		l.applyLocked()
 	}
+	idleGive := unused && give && l.giveIdle && !l.contended && l.s.b.brk.down().IsZero()
+	l.giveQueued = idleGive
 	switch {
 	case unused && give && l.giveIdle:
 		l.gaveAt = time.Now()
@@ -84,10 +88,15 @@ func (l *leased) release(ctx context.Context, p *leasedPermit) error {
 	shrink := l.shrink
 	l.mu.Unlock()
 	_ = p.inner.Release(ctx)
-	if give {
+	switch {
+	case idleGive && l.s.b.deferGive(l):
+	case give:
+		l.mu.Lock()
+		l.giveQueued = false
+		l.mu.Unlock()
 		l.leanNow(ctx, false)
 		l.stopLeft()
-	} else if shrink {
+	case shrink:
 		l.poke()
 	}
 	if lost || !ok {

@@ -78,6 +78,9 @@ func (l *leased) pushed(share int64, contended bool, ver int64) {
 	l.pushes++
 	l.applyLocked()
 	l.checkGiveLocked()
+	if contended && l.giveQueued {
+		l.poke() // wanted elsewhere: the loop gives it back now
+	}
 	if !contended && l.demand > l.share && l.share < l.limit {
 		// The queue is served: the shares follow the targets again. This
 		// process has callers that its share cannot serve at once, and
@@ -194,24 +197,29 @@ func (l *leased) leanNow(ctx context.Context, take bool) bool {
 		if ctx.Err() != nil {
 			ctx = context.WithoutCancel(ctx)
 		}
-		next, urgent := l.beat(ctx, true)
-		l.mu.Lock()
-		if urgent {
-			// The shares are to move faster than the loop beats (hot),
-			// or share.lua is to decide: the loop's next beat does.
-			l.beatWanted = true
-		}
-		if next > 0 {
-			l.due = time.Now().Add(next)
-		}
-		l.mu.Unlock()
-		if !urgent && next < l.s.b.cfg.leaseTTL/3 {
-			select { // queued: the loop beats when a lease may end
-			case l.retime <- struct{}{}:
-			default:
-			}
-		}
+		l.leanDone(l.beat(ctx, true))
 	}
 	l.unclaim()
 	return run
+}
+
+// leanDone tells the loop what a lean beat said (next, urgent: see beat).
+// The caller holds the slot.
+func (l *leased) leanDone(next time.Duration, urgent bool) {
+	l.mu.Lock()
+	if urgent {
+		// The shares are to move faster than the loop beats (hot),
+		// or share.lua is to decide: the loop's next beat does.
+		l.beatWanted = true
+	}
+	if next > 0 {
+		l.due = time.Now().Add(next)
+	}
+	l.mu.Unlock()
+	if !urgent && next < l.s.b.cfg.leaseTTL/3 {
+		select { // queued: the loop beats when a lease may end
+		case l.retime <- struct{}{}:
+		default:
+		}
+	}
 }

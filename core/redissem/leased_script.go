@@ -106,7 +106,13 @@ func (l *leased) call(ctx context.Context, d time.Duration, sc *redis.Script, ar
 	b := l.s.b
 	sent := time.Now()
 	octx, cancel := context.WithTimeout(ctx, min(d, b.cfg.fault.opTimeout))
-	v, err := b.callScript(ctx, octx, sc, scriptCmd(sc, l.keys, argv...))
+	var v []any
+	var err error
+	if sc == scriptShareTake && b.givesQueued() {
+		v, err = b.takeWithGives(ctx, octx, scriptCmd(sc, l.keys, argv...))
+	} else {
+		v, err = b.callScript(ctx, octx, sc, scriptCmd(sc, l.keys, argv...))
+	}
 	cancel()
 	recv := time.Now()
 	b.brk.record(classify(ctx, err, recv.Sub(sent), b.cfg.fault.opTimeout), recv)

@@ -66,7 +66,8 @@ type redisBackend struct {
 	stop    chan struct{}
 	beatSem chan struct{} // bounds the heartbeats in flight
 	wg      sync.WaitGroup
-	trips   inflight // the round trips in goroutines (redis_run.go)
+	trips   inflight  // the round trips in goroutines (redis_run.go)
+	gives   giveBatch // idle give-backs of leased semaphores (leased_batch.go)
 }
 
 type semTrack struct {

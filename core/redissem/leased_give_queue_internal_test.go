@@ -1,0 +1,190 @@
+package redissem
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/distsem/distsem/internal/servertest"
+	"github.com/distsem/distsem/internal/testwait"
+)
+
+// queuedGives returns a logged client and two leased semaphores of limit 1
+// on one backend (as the keys of one NewLeasedKeyed), whose queued
+// give-backs wait an hour for a take to carry them, and whose shares go
+// back at the release that leaves them unused (giveIdle). The scripts are
+// loaded, so that none in a pipeline is sent again alone (NOSCRIPT).
+func queuedGives(t *testing.T) (context.Context, *scriptLog, *redis.Client, *leased, *leased) {
+	log := newScriptLog()
+	c := redis.NewClient(&redis.Options{Addr: servertest.RedisAddr(t)})
+	c.AddHook(log)
+	t.Cleanup(func() { _ = c.Close() })
+	cfg := buildConfig("NewLeasedKeyed", takesKeyed, []Option{WithKeyPrefix("t" + rand.Text()[:10] + ":"), WithDefaultLeaseTTL(time.Hour)})
+	b := newRedisBackend("NewLeasedKeyed", c, cfg)
+	b.gives.delay = time.Hour
+	t.Cleanup(func() { _ = b.close() })
+	sem := func(name string) *leased {
+		l := newLeasedSem(b.semaphore(name, 1, false)).l
+		l.rebalance, l.giveIdle = time.Hour, true
+		return l
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	t.Cleanup(cancel)
+	for _, sc := range []*redis.Script{scriptShareGive, scriptShareTake} {
+		if err := sc.Load(ctx, c).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ctx, log, c, sem("a"), sem("b")
+}
+
+// shareInRedis returns the share that l's entry holds in Redis, or -1 if
+// it has no entry.
+func shareInRedis(t *testing.T, ctx context.Context, c *redis.Client, l *leased) int64 {
+	t.Helper()
+	v, err := c.HGet(ctx, l.keys[0], "p:"+l.pid).Result()
+	if errors.Is(err, redis.Nil) {
+		return -1
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.ParseInt(strings.SplitN(v, ":", 2)[0], 10, 64)
+	if err != nil {
+		t.Fatalf("entry %q: %v", v, err)
+	}
+	return n
+}
+
+// TestLeasedIdleGiveBackRidesWithTheNextTake: a release that leaves its
+// share unused while nobody is starved returns without a round trip; its
+// give-back waits in the client's queue, the unit still held in Redis.
+// The next take of another semaphore of the client carries it: one
+// pipeline of the give-back and the take. The first process then has no
+// entry, and its loop stops.
+func TestLeasedIdleGiveBackRidesWithTheNextTake(t *testing.T) {
+	ctx, log, c, a, b := queuedGives(t)
+	p, err := a.acquire(ctx, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ran := log.take(); len(ran) != 1 || ran[0] != "take" {
+		t.Fatalf("Acquire ran %v, want [take]", ran)
+	}
+	if err := p.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ran := log.take(); len(ran) != 0 {
+		t.Fatalf("Release ran %v, want nothing", ran)
+	}
+	if got := shareInRedis(t, ctx, c, a); got != 1 {
+		t.Fatalf("share in Redis after Release: %d, want 1 (the give-back queued)", got)
+	}
+	if _, err := a.loc.TryAcquire(ctx); err == nil {
+		t.Fatal("the local share granted while its give-back was queued")
+	}
+
+	pb, err := b.acquire(ctx, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = pb.Release(ctx) }()
+	if ran := log.take(); len(ran) != 1 || ran[0] != "give+take" {
+		t.Fatalf("the other semaphore's Acquire ran %v, want [give+take]: one pipeline", ran)
+	}
+	testwait.Until(t, time.Minute, "the first semaphore's loop did not stop after its give-back", func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return !a.running
+	})
+	if got := shareInRedis(t, ctx, c, a); got != -1 {
+		t.Fatalf("the first process's entry after its give-back: share %d, want none", got)
+	}
+}
+
+// TestLeasedQueuedGiveBackYieldsToTheNextCaller: a caller that comes while
+// the give-back is queued cancels it and is served from the share, with
+// no script; since it came soon after, the share is kept idle next time.
+func TestLeasedQueuedGiveBackYieldsToTheNextCaller(t *testing.T) {
+	ctx, log, c, a, _ := queuedGives(t)
+	for round := range 3 {
+		p, err := a.acquire(ctx, false, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{}
+		if round == 0 {
+			want = []string{"take"}
+		}
+		if ran := log.take(); strings.Join(ran, " ") != strings.Join(want, " ") {
+			t.Fatalf("round %d: Acquire and Release ran %v, want %v", round, ran, want)
+		}
+		if got := shareInRedis(t, ctx, c, a); got != 1 {
+			t.Fatalf("round %d: share in Redis: %d, want 1", round, got)
+		}
+	}
+	a.mu.Lock()
+	queued, idle := a.giveQueued, a.giveIdle
+	a.mu.Unlock()
+	if queued || idle {
+		t.Fatalf("after callers came soon after the give-back: queued %v, give when idle %v, want neither", queued, idle)
+	}
+}
+
+// TestLeasedQueuedGiveBackGoesWhenAnotherProcessWaits: another process
+// queues for the unit whose give-back waits in the queue; the push that
+// tells the holder sends the give-back at once, which hands the unit over.
+func TestLeasedQueuedGiveBackGoesWhenAnotherProcessWaits(t *testing.T) {
+	ctx, _, c, a, _ := queuedGives(t)
+	p, err := a.acquire(ctx, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	other := NewLeased(c, a.s.name, 1, WithKeyPrefix(a.s.b.cfg.prefix), WithDefaultLeaseTTL(time.Hour))
+	t.Cleanup(func() { _ = other.Close() })
+	po, err := other.Acquire(ctx) // within the test's minute, not the hour of the queue
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = po.Release(ctx) }()
+	if got := shareInRedis(t, ctx, c, a); got > 0 {
+		t.Fatalf("the first process's share once the other holds the unit: %d, want none", got)
+	}
+}
+
+// TestLeasedCloseWithAGiveBackQueued: Close returns with a give-back
+// queued, and the process's entry leaves Redis.
+func TestLeasedCloseWithAGiveBackQueued(t *testing.T) {
+	ctx, _, c, a, _ := queuedGives(t)
+	p, err := a.acquire(ctx, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	queued := a.giveQueued
+	a.mu.Unlock()
+	if !queued {
+		t.Fatal("the release did not queue its give-back")
+	}
+	if err := a.s.b.close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := shareInRedis(t, ctx, c, a); got != -1 {
+		t.Fatalf("entry after Close: share %d, want none", got)
+	}
+}
