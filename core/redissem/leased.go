@@ -70,6 +70,7 @@ type leased struct {
 	beatWanted bool      // the loop found the slot held: poke it after
 	hot        bool      // the last beat of share.lua said the fleet is hot
 	due        time.Time // when the last beat (the loop's, or a caller's: leanNow) asked for the next
+	timerAt    time.Time // when the loop's timer fires, as it last set it (zero: it fired)
 
 	unused      chan struct{} // tells the loop that the share went unused
 	unusedArmed bool          // the loop times the unused share
@@ -333,6 +334,7 @@ func (l *leased) begin(weight int64) error {
 		// The caller's take (leanNow) registers the process, or the
 		// caller pokes the loop; the loop's first beat is a safety net.
 		l.due = time.Now().Add(shareRebalance)
+		l.timerAt = l.due
 		l.route()
 		if !l.s.b.goBackground(l.loop) {
 			l.unroute()

@@ -36,6 +36,18 @@ func (l *leased) loop() {
 	l.mu.Unlock()
 	timer := time.NewTimer(max(first, 0))
 	defer timer.Stop()
+	// arm sets the timer to fire in d, or when due comes if that is
+	// sooner, and records when (timerAt: a caller that moves due earlier
+	// pokes the loop by retime only if the timer fires later).
+	arm := func(d time.Duration) {
+		l.mu.Lock()
+		if u := time.Until(l.due); u > 0 && u < d {
+			d = u
+		}
+		l.timerAt = time.Now().Add(d)
+		l.mu.Unlock()
+		rearm(timer, d)
+	}
 	unusedT := time.NewTimer(time.Hour)
 	unusedT.Stop()
 	defer unusedT.Stop()
@@ -60,7 +72,7 @@ func (l *leased) loop() {
 			l.mu.Lock()
 			d := time.Until(l.due)
 			l.mu.Unlock()
-			rearm(timer, max(d, 0))
+			arm(max(d, 0))
 			continue
 		case <-unusedT.C:
 			if d := l.unusedFor(); d > 0 {
@@ -71,10 +83,11 @@ func (l *leased) loop() {
 			}
 		case <-timer.C:
 			l.mu.Lock()
+			l.timerAt = time.Time{} // fired: a due set now pokes the loop
 			d := time.Until(l.due)
 			l.mu.Unlock()
 			if d > 0 {
-				rearm(timer, d) // a caller's lean script beat meanwhile
+				arm(d) // a caller's lean script beat meanwhile
 				continue
 			}
 		case <-l.wake:
@@ -100,7 +113,7 @@ func (l *leased) loop() {
 			// for one that the timer asked for (it sets due, or asks
 			// for a beat if share.lua is to decide); a poke is news,
 			// and the caller pokes the loop when done.
-			rearm(timer, shareRebalance)
+			arm(shareRebalance)
 			continue
 		}
 		if l.stopIfLeft() {
@@ -131,7 +144,7 @@ func (l *leased) loop() {
 		l.due = time.Now().Add(next) // this beat's word supersedes a caller's older one
 		l.mu.Unlock()
 		l.unclaim()
-		rearm(timer, next)
+		arm(next)
 	}
 }
 

@@ -215,9 +215,12 @@ func (l *leased) leanDone(next time.Duration, urgent bool) {
 	if next > 0 {
 		l.due = time.Now().Add(next)
 	}
+	// Queued: the loop beats when a lease may end, if its timer fires
+	// later than that.
+	early := !urgent && next < l.s.b.cfg.leaseTTL/3 && (l.timerAt.IsZero() || l.due.Before(l.timerAt))
 	l.mu.Unlock()
-	if !urgent && next < l.s.b.cfg.leaseTTL/3 {
-		select { // queued: the loop beats when a lease may end
+	if early {
+		select {
 		case l.retime <- struct{}{}:
 		default:
 		}
