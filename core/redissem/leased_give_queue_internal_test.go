@@ -62,6 +62,18 @@ func shareInRedis(t *testing.T, ctx context.Context, c *redis.Client, l *leased)
 	return n
 }
 
+// useOnce acquires a permit of l and releases it.
+func useOnce(t *testing.T, ctx context.Context, l *leased) {
+	t.Helper()
+	p, err := l.acquire(ctx, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestLeasedIdleGiveBackRidesWithTheNextTake: a release that leaves its
 // share unused while nobody is starved returns without a round trip; its
 // give-back waits in the client's queue, the unit still held in Redis.
@@ -145,13 +157,7 @@ func TestLeasedQueuedGiveBackYieldsToTheNextCaller(t *testing.T) {
 // tells the holder sends the give-back at once, which hands the unit over.
 func TestLeasedQueuedGiveBackGoesWhenAnotherProcessWaits(t *testing.T) {
 	ctx, _, c, a, _ := queuedGives(t)
-	p, err := a.acquire(ctx, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	useOnce(t, ctx, a)
 	other := NewLeased(c, a.s.name, 1, WithKeyPrefix(a.s.b.cfg.prefix), WithDefaultLeaseTTL(time.Hour))
 	t.Cleanup(func() { _ = other.Close() })
 	po, err := other.Acquire(ctx) // within the test's minute, not the hour of the queue
@@ -168,13 +174,7 @@ func TestLeasedQueuedGiveBackGoesWhenAnotherProcessWaits(t *testing.T) {
 // queued, and the process's entry leaves Redis.
 func TestLeasedCloseWithAGiveBackQueued(t *testing.T) {
 	ctx, _, c, a, _ := queuedGives(t)
-	p, err := a.acquire(ctx, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	useOnce(t, ctx, a)
 	a.mu.Lock()
 	queued := a.giveQueued
 	a.mu.Unlock()
