@@ -72,7 +72,7 @@ func (b *redisBackend) sendLater() {
 	ctx, cancel := context.WithTimeout(context.Background(), min(b.cfg.leaseTTL/3, b.cfg.fault.opTimeout))
 	defer cancel()
 	cmds := make([]*redis.Cmd, len(gs))
-	b.pipeline(ctx, gs, cmds, nil)
+	_ = b.pipeline(ctx, gs, cmds, nil)
 	b.endGives(ctx, gs, cmds)
 }
 
@@ -120,9 +120,10 @@ func (b *redisBackend) claimGives() []pendingGive {
 }
 
 // pipeline sends the give-backs gs (their commands into cmds) and, if
-// take is not nil, that command last, in one pipeline bounded by ctx. A
-// script that Redis does not have is sent again alone (evalSHA loads it).
-func (b *redisBackend) pipeline(ctx context.Context, gs []pendingGive, cmds []*redis.Cmd, take *redis.Cmd) {
+// take is not nil, that command last, in one pipeline bounded by ctx, and
+// returns the take's command. A script that Redis does not have is sent
+// again alone (evalSHA loads it).
+func (b *redisBackend) pipeline(ctx context.Context, gs []pendingGive, cmds []*redis.Cmd, take *redis.Cmd) *redis.Cmd {
 	pipe := b.client.Pipeline()
 	for i, pg := range gs {
 		cmds[i] = redis.NewCmd(ctx, pg.l.giveCmd(pg.p)...)
@@ -143,8 +144,9 @@ func (b *redisBackend) pipeline(ctx context.Context, gs []pendingGive, cmds []*r
 		cmds[i] = again(cmds[i], scriptShareGive)
 	}
 	if take != nil {
-		*take = *again(take, scriptShareTake)
+		take = again(take, scriptShareTake)
 	}
+	return take
 }
 
 // endGives finishes the beats of the give-backs gs with their replies.
@@ -165,10 +167,7 @@ func (b *redisBackend) endGives(ctx context.Context, gs []pendingGive, cmds []*r
 
 // giveCmd is the EVALSHA command of the give-back that p plans.
 func (l *leased) giveCmd(p beatPlan) []any {
-	b := l.s.b
-	a := p.a
-	return scriptCmd(scriptShareGive, l.keys, l.pid, a.demand, a.keep, a.inUse, a.waiting, a.need,
-		b.cfg.leaseTTL.Milliseconds(), a.known, p.epoch, b.cfg.owner, l.s.notify, a.leave, l.s.limit)
+	return scriptCmd(scriptShareGive, l.keys, l.leanArgs(p.a, p.epoch)...)
 }
 
 // givesQueued reports whether give-backs are queued.
@@ -197,8 +196,7 @@ func (b *redisBackend) takeWithGives(parent, ctx context.Context, cmd []any) ([]
 		take := redis.NewCmd(ctx, cmd...)
 		take.SetFirstKeyPos(3)
 		cmds := make([]*redis.Cmd, len(gs))
-		b.pipeline(gctx, gs, cmds, take)
-		done <- take
+		done <- b.pipeline(gctx, gs, cmds, take)
 		b.endGives(gctx, gs, cmds)
 	}()
 	select {

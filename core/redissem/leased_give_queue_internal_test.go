@@ -188,3 +188,28 @@ func TestLeasedCloseWithAGiveBackQueued(t *testing.T) {
 		t.Fatalf("entry after Close: share %d, want none", got)
 	}
 }
+
+// TestLeasedQueuedGiveBackAfterScriptFlush: Redis lost its scripts (a
+// SCRIPT FLUSH, a restart or a failover to a replica that never had
+// them): the pipeline of a queued give-back and a take gets NOSCRIPT for
+// both, and each is sent again alone, which loads it. The take grants and
+// the give-back leaves the first process's entry.
+func TestLeasedQueuedGiveBackAfterScriptFlush(t *testing.T) {
+	ctx, log, c, a, b := queuedGives(t)
+	useOnce(t, ctx, a)
+	if err := c.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	log.take()
+	pb, err := b.acquire(ctx, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = pb.Release(ctx) }()
+	if ran := log.take(); len(ran) == 0 || ran[0] != "give+take" {
+		t.Fatalf("the other semaphore's Acquire ran %v, want a pipeline give+take first", ran)
+	}
+	testwait.Until(t, time.Minute, "the first process's entry stayed after its give-back", func() bool {
+		return shareInRedis(t, ctx, c, a) == -1
+	})
+}

@@ -87,9 +87,7 @@ func (l *leased) runWithin(ctx context.Context, d time.Duration, op string, a sh
 // there is none). A reply of code 0 means that it changed nothing
 // and share.lua must decide.
 func (l *leased) runLean(ctx context.Context, d time.Duration, sc *redis.Script, a shareArgs, epoch int64) (shareReply, error) {
-	b := l.s.b
-	v, err := l.call(ctx, d, sc, l.pid, a.demand, a.keep, a.inUse, a.waiting, a.need,
-		b.cfg.leaseTTL.Milliseconds(), a.known, epoch, b.cfg.owner, l.s.notify, a.leave, l.s.limit)
+	v, err := l.call(ctx, d, sc, l.leanArgs(a, epoch)...)
 	if err != nil {
 		return shareReply{}, err
 	}
@@ -97,6 +95,14 @@ func (l *leased) runLean(ctx context.Context, d time.Duration, sc *redis.Script,
 		return shareReply{}, nil // code 0: share.lua decides
 	}
 	return l.parseShareReply(v)
+}
+
+// leanArgs is the ARGV of share_give.lua and share_take.lua for a and
+// epoch.
+func (l *leased) leanArgs(a shareArgs, epoch int64) []any {
+	b := l.s.b
+	return []any{l.pid, a.demand, a.keep, a.inUse, a.waiting, a.need,
+		b.cfg.leaseTTL.Milliseconds(), a.known, epoch, b.cfg.owner, l.s.notify, a.leave, l.s.limit}
 }
 
 // call runs sc on the shares hash with argv, bounded by ctx, d and the
