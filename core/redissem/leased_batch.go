@@ -3,7 +3,6 @@ package redissem
 import (
 	"cmp"
 	"context"
-	"errors"
 	"sync"
 	"time"
 
@@ -122,7 +121,7 @@ func (b *redisBackend) claimGives() []pendingGive {
 // pipeline sends the give-backs gs (their commands into cmds) and, if
 // take is not nil, that command last, in one pipeline bounded by ctx, and
 // returns the take's command. A script that Redis does not have is sent
-// again alone (evalSHA loads it).
+// again alone, by EVAL, which loads it.
 func (b *redisBackend) pipeline(ctx context.Context, gs []pendingGive, cmds []*redis.Cmd, take *redis.Cmd) *redis.Cmd {
 	pipe := b.client.Pipeline()
 	for i, pg := range gs {
@@ -135,8 +134,8 @@ func (b *redisBackend) pipeline(ctx context.Context, gs []pendingGive, cmds []*r
 	}
 	_, _ = pipe.Exec(ctx)
 	again := func(c *redis.Cmd, sc *redis.Script) *redis.Cmd {
-		if err := c.Err(); err != nil && (errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT")) {
-			return evalSHA(ctx, b.client, sc, c.Args())
+		if noScript(c.Err()) {
+			return evalLoading(ctx, b.client, sc, c.Args())
 		}
 		return c
 	}

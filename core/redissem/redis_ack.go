@@ -2,7 +2,6 @@ package redissem
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -83,7 +82,7 @@ func (b *redisBackend) evalAcked(ctx context.Context, sc *redis.Script, cmd []an
 		_ = p.Process(ctx, w)
 		_, _ = p.Exec(ctx)
 		if cerr := c.Err(); cerr != nil {
-			if attempt == 0 && (errors.Is(cerr, redis.ErrNoScript) || redis.HasErrorPrefix(cerr, "NOSCRIPT")) {
+			if attempt == 0 && noScript(cerr) {
 				err = sc.Load(ctx, node).Err() // a failed load fails the next try
 				continue
 			}

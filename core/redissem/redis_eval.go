@@ -22,9 +22,22 @@ func evalSHA(ctx context.Context, client redis.UniversalClient, sc *redis.Script
 		c.SetFirstKeyPos(3)
 	}
 	_ = client.Process(ctx, c)
-	if err := c.Err(); err == nil || !errors.Is(err, redis.ErrNoScript) && !redis.HasErrorPrefix(err, "NOSCRIPT") {
+	if !noScript(c.Err()) {
 		return c
 	}
+	return evalLoading(ctx, client, sc, cmd)
+}
+
+// noScript reports whether err says that Redis does not have the script
+// (NOSCRIPT): after a SCRIPT FLUSH, a restart or a failover.
+func noScript(err error) bool {
+	return err != nil && (errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT"))
+}
+
+// evalLoading runs cmd (evalSHA's form) by EVAL, which loads sc: for a
+// command that got NOSCRIPT.
+func evalLoading(ctx context.Context, client redis.UniversalClient, sc *redis.Script, cmd []any) *redis.Cmd {
+	n, _ := cmd[2].(int)
 	keys := make([]string, n)
 	for i := range keys {
 		keys[i], _ = cmd[3+i].(string)
