@@ -30,7 +30,7 @@ func runCommand(t *testing.T, args string) (code int, stdout, stderr string) {
 // succeeds.
 func TestCommandLine(t *testing.T) {
 	t.Parallel()
-	addr := clitest.ClosedAddr(t)
+	addr := clitest.RefusedAddr(t)
 	clitest.Check(t, mainEnv, "gateway", []clitest.Case{
 		{Args: "-h", Stderr: "", Code: 0},
 		{Args: "-limit 0", Stderr: "gateway: -limit 0: must be at least 1 (see gateway -h)\n", Code: 2},

@@ -119,7 +119,7 @@ func TestServesWithoutRedisWhenOpen(t *testing.T) {
 	var logged bytes.Buffer
 	log.SetOutput(&logged)
 	defer log.SetOutput(os.Stderr)
-	addr := clitest.ClosedAddr(t)
+	addr := clitest.RefusedAddr(t)
 	cfg := config{mode: "http", redisURL: "redis://" + addr, policyName: "open", policy: core.FailOpen,
 		name: "gw", limit: 1, reportLimit: 1, defLimit: 8, maxWaiting: 8}
 	rdb, closeRedis, err := openRedis(t.Context(), cfg)

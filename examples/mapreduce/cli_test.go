@@ -41,7 +41,7 @@ func TestCommandLine(t *testing.T) {
 	})
 
 	// Redis unreachable: one line, exit 1.
-	addr := clitest.ClosedAddr(t)
+	addr := clitest.RefusedAddr(t)
 	code, _, stderr := runCommand(t, "-rows 10 -page 10 -workers 1 -progress 0 -redis redis://"+addr)
 	if code != 1 || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "mapreduce: ") || !strings.Contains(stderr, addr) {
 		t.Errorf("with Redis unreachable: exit %d, stderr %q; want exit 1 and one line naming %s", code, stderr, addr)

@@ -42,7 +42,24 @@ func Run(t *testing.T, env, args string) (code int, stdout, stderr string) {
 	return cmd.ProcessState.ExitCode(), out.String(), errb.String()
 }
 
-// ClosedAddr returns a loopback address where nothing listens.
+// RefusedAddr returns a loopback address that refuses connections, for a
+// test that only dials it: port 1, below the ephemeral range, so that no
+// listener on port 0 of a test running beside it can take it (as it can
+// take a port that ClosedAddr returned). It fails the test if something
+// listens there.
+func RefusedAddr(t *testing.T) string {
+	t.Helper()
+	const addr = "127.0.0.1:1"
+	if c, err := net.DialTimeout("tcp", addr, 5*time.Second); err == nil {
+		c.Close()
+		t.Fatalf("something listens on %s: the test needs an address that refuses connections", addr)
+	}
+	return addr
+}
+
+// ClosedAddr returns a loopback address where nothing listens now, free
+// to listen on. Another test's listener on port 0 may take it meanwhile:
+// a test that only dials it uses RefusedAddr.
 func ClosedAddr(t *testing.T) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
