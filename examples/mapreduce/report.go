@@ -140,7 +140,7 @@ type summary struct {
 	SlotUse              float64       // busy query time / (K × time from first start to last end)
 	PermitWait, PoolWait time.Duration
 	Permits              int64
-	PageShare            float64  // the slowest worker's rate of pages over the mean (pageShare)
+	PageShare            share    // the slowest worker's rate of pages over the mean, and when it read them
 	PageShareOK          bool     // PageShare is measured: two workers or more read pages
 	Compared             *summary // the -compare run with -mode setmaxopen, if any
 	events               []event
@@ -218,7 +218,10 @@ func (s *summary) print(w io.Writer) {
 	}
 	fmt.Fprintf(&b, "  pool wait      %v total (database/sql waiting for a connection)\n", s.PoolWait.Round(time.Millisecond))
 	if s.PageShareOK {
-		fmt.Fprintf(&b, "  page share     %.2f of the mean pace for the slowest worker, until one finished (1 is even)\n", s.PageShare)
+		p := s.PageShare
+		fmt.Fprintf(&b, "  page share     %.2f of the mean pace for the slowest worker, until one finished (1 is even)\n", p.Ratio)
+		fmt.Fprintf(&b, "                 worker %d: first query at %v, %d pages by %v, when the first worker finished\n",
+			p.Slowest, time.Duration(p.First-s.startNanos).Round(time.Millisecond), p.Done, time.Duration(p.End-s.startNanos).Round(time.Millisecond))
 	}
 	io.WriteString(w, b.String())
 	printLimitPath(w, s)
