@@ -108,6 +108,7 @@ func (l *leased) loop() {
 				}
 			}
 		}
+		l.listenFirst()
 		if !l.claim(poked) {
 			// A caller runs a lean script (leanNow). That beat stands
 			// for one that the timer asked for (it sets due, or asks
@@ -146,6 +147,29 @@ func (l *leased) loop() {
 		l.unclaim()
 		arm(next)
 	}
+}
+
+// listenFirst subscribes the process to the hand-offs published to it
+// before a beat can queue it: its callers listen first (wait), but the
+// loop's first beat may come before any of them is subscribed, and a note
+// sent meanwhile would be lost until a heartbeat. It does nothing once
+// subscribed or without callers; a subscription that fails is left to the
+// beats, which apply what Redis handed to the process.
+func (l *leased) listenFirst() {
+	l.mu.Lock()
+	want := l.demand > 0
+	l.mu.Unlock()
+	if !want {
+		return
+	}
+	b := l.s.b
+	if ok, err := b.subscribed(l.s); ok || err != nil {
+		return
+	}
+	if h := b.hooks; h != nil && h.loopListens != nil {
+		h.loopListens()
+	}
+	_ = b.listen(context.Background(), l.s)
 }
 
 // claim takes the slot for a beat of the loop, and reports whether it

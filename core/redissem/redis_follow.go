@@ -107,6 +107,9 @@ type testHooks struct {
 	// opens it, and returns the one that resubscribe calls instead when
 	// the re-assertion ended (a test may open it sooner or later).
 	regate func(open func()) func()
+	// loopListens: a leased loop is about to subscribe before its beat
+	// (listenFirst).
+	loopListens func()
 }
 
 // current reports whether ps is the subscription in use.
