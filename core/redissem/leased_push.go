@@ -56,6 +56,27 @@ func leasedPushes(notes []grantNote) []grantNote {
 	return out
 }
 
+// resyncLeased makes every leased process of b that Redis holds beat now,
+// after its subscription was down: a note published meanwhile is lost, and
+// the beat's reply says what Redis handed it, and whether another process
+// is starved. b.mu is not held (a leased process takes it under l.mu).
+func (b *redisBackend) resyncLeased() {
+	if routed.Load() == 0 {
+		return
+	}
+	pushRoutes.Range(func(_, v any) bool {
+		if l := v.(*leased); l.s.b == b {
+			l.mu.Lock()
+			registered := l.registered && !l.closed
+			l.mu.Unlock()
+			if registered {
+				l.poke()
+			}
+		}
+		return true
+	})
+}
+
 // pushed applies a share that Redis handed to this process (version ver),
 // and whether another process is starved.
 func (l *leased) pushed(share int64, contended bool, ver int64) {

@@ -208,14 +208,16 @@ func (b *redisBackend) receive(sc *sub, ps *redis.PubSub) {
 }
 
 // resync makes the loop run every heartbeat now, which reports the grants
-// of this process's waiters that a lost message did not.
+// of this process's waiters that a lost message did not, and every leased
+// process of the backend beat now (resyncLeased).
 func (b *redisBackend) resync() {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	for _, t := range b.sems {
 		t.nextBeat = time.Time{}
 	}
 	b.poke()
+	b.mu.Unlock()
+	b.resyncLeased()
 }
 
 // resyncSem makes the loop run s's heartbeat now if this process has
