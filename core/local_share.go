@@ -40,9 +40,7 @@ func (s *Local) setShare(limit, share int64) {
 func (s *Local) shareState() (inUse, waitW, waitN, head, share, limit, grants int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, w := range s.queuedWaiters() {
-		waitW += w.p.weight
-	}
+	waitW = s.waiters.Weight()
 	if it := s.waiters.Next(); it != nil {
 		head = it.Weight
 	}

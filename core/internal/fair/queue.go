@@ -9,6 +9,7 @@ import "slices"
 type Queue[T any] struct {
 	head, tail *Item[T] // FIFO
 	n          int
+	w          int64     // the weight queued
 	s          *Sched[T] // non-nil once fair
 }
 
@@ -23,11 +24,12 @@ func (q *Queue[T]) Fair(reserves []int64, weights map[string]int64, inUse int64)
 	}
 	s := &Sched[T]{Reserves: reserves, Weights: weights}
 	s.Held(0, inUse)
+	w := q.w
 	for it := q.head; it != nil; it = q.head {
 		q.Remove(it) // from the FIFO list: q.s is not set yet
 		s.Push(it, "", 0)
 	}
-	q.s = s
+	q.s, q.w = s, w
 }
 
 // IsFair reports whether Fair was called.
@@ -41,8 +43,12 @@ func (q *Queue[T]) Len() int {
 	return q.n
 }
 
+// Weight returns the weight of the queued items.
+func (q *Queue[T]) Weight() int64 { return q.w }
+
 // Push queues it last in FIFO order, or, once fair, in flow at level.
 func (q *Queue[T]) Push(it *Item[T], flow string, level int) {
+	q.w += it.Weight
 	if q.s != nil {
 		q.s.Push(it, flow, level)
 		return
@@ -53,6 +59,7 @@ func (q *Queue[T]) Push(it *Item[T], flow string, level int) {
 
 // Remove takes it, which must be queued, out of q.
 func (q *Queue[T]) Remove(it *Item[T]) {
+	q.w -= it.Weight
 	if q.s != nil {
 		q.s.Remove(it)
 		return
@@ -73,6 +80,7 @@ func (q *Queue[T]) Next() *Item[T] {
 // level once fair.
 func (q *Queue[T]) Grant(it *Item[T]) {
 	if q.s != nil {
+		q.w -= it.Weight
 		q.s.Grant(it)
 		return
 	}
