@@ -21,18 +21,7 @@ import (
 // once its give-back has failed, its local share is 0 while B holds the
 // permit.
 func TestLeasedGiveBackReplyLostGrantsNothing(t *testing.T) {
-	addr := servertest.RedisAddr(t)
-	p, err := faultproxy.Start(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	p.SetTag("\r\nsubscribe\r\n")
-	ca := redis.NewClient(&redis.Options{Addr: p.Addr()})
-	t.Cleanup(func() { _ = ca.Close() })
-	cb := redis.NewClient(&redis.Options{Addr: addr})
-	t.Cleanup(func() { _ = cb.Close() })
-	prefix := "t" + rand.Text()[:10] + ":"
+	p, ca, cb, prefix := proxiedAndDirect(t)
 	failed := make(chan struct{}, 1)
 	a := NewLeased(ca, "lost", 1, WithKeyPrefix(prefix), WithDefaultLeaseTTL(time.Hour), WithOperationTimeout(300*time.Millisecond),
 		WithOnError(func(error) {
@@ -85,6 +74,42 @@ func TestLeasedGiveBackReplyLostGrantsNothing(t *testing.T) {
 	if share := localShare(a.l); share != 0 {
 		t.Fatalf("A grants from a share of %d after its give-back's reply was lost, want 0", share)
 	}
+}
+
+// proxiedAndDirect starts a fault proxy in front of a real Redis (its
+// pub/sub connections tagged) and returns it, a client through it, a
+// client straight to Redis and a key prefix of the test's own; all are
+// closed when t ends.
+func proxiedAndDirect(t *testing.T) (*faultproxy.Proxy, *redis.Client, *redis.Client, string) {
+	t.Helper()
+	addr := servertest.RedisAddr(t)
+	p, err := faultproxy.Start(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	p.SetTag("\r\nsubscribe\r\n")
+	proxied := redis.NewClient(&redis.Options{Addr: p.Addr()})
+	t.Cleanup(func() { _ = proxied.Close() })
+	direct := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { _ = direct.Close() })
+	return p, proxied, direct, "t" + rand.Text()[:10] + ":"
+}
+
+// acquireAndRelease acquires a permit of s within d in a goroutine and
+// releases it; the channel receives the outcome.
+func acquireAndRelease(ctx context.Context, s *Leased, d time.Duration) <-chan error {
+	got := make(chan error, 1)
+	go func() {
+		actx, cancel := context.WithTimeout(ctx, d)
+		defer cancel()
+		p, err := s.Acquire(actx)
+		if err == nil {
+			err = p.Release(ctx)
+		}
+		got <- err
+	}()
+	return got
 }
 
 // localShare returns the permits l's callers may hold now.

@@ -2,14 +2,10 @@ package redissem
 
 import (
 	"context"
-	"crypto/rand"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/distsem/distsem/core/internal/faultproxy"
-	"github.com/distsem/distsem/internal/servertest"
 	"github.com/distsem/distsem/internal/testwait"
 )
 
@@ -21,18 +17,7 @@ import (
 // hears, and B would wait for its next heartbeat, 20 minutes away. Once
 // the subscription is up, B's caller gets the unit.
 func TestLeasedLoopListensBeforeItQueues(t *testing.T) {
-	addr := servertest.RedisAddr(t)
-	p, err := faultproxy.Start(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	p.SetTag("\r\nsubscribe\r\n")
-	ca := redis.NewClient(&redis.Options{Addr: addr})
-	t.Cleanup(func() { _ = ca.Close() })
-	cb := redis.NewClient(&redis.Options{Addr: p.Addr()})
-	t.Cleanup(func() { _ = cb.Close() })
-	prefix := "t" + rand.Text()[:10] + ":"
+	p, cb, ca, prefix := proxiedAndDirect(t)
 	a := slowLeased(t, ca, prefix, "unheard", 1)
 	b := NewLeased(cb, "unheard", 1, WithKeyPrefix(prefix), WithDefaultLeaseTTL(time.Hour), WithOperationTimeout(time.Minute))
 	b.l.rebalance = time.Hour
@@ -53,16 +38,7 @@ func TestLeasedLoopListensBeforeItQueues(t *testing.T) {
 	}
 	p.SetHold(faultproxy.Tagged, faultproxy.Upstream, true) // B's SUBSCRIBE waits in the proxy
 	t.Cleanup(func() { p.SetHold(faultproxy.Tagged, faultproxy.Upstream, false) })
-	got := make(chan error, 1)
-	go func() {
-		bctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		pb, err := b.Acquire(bctx)
-		if err == nil {
-			err = pb.Release(ctx)
-		}
-		got <- err
-	}()
+	got := acquireAndRelease(ctx, b, 30*time.Second)
 	testwait.Until(t, time.Minute, "B's loop neither waited for its subscription nor queued B", func() bool {
 		select {
 		case <-listening:

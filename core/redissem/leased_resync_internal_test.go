@@ -2,14 +2,10 @@ package redissem
 
 import (
 	"context"
-	"crypto/rand"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/distsem/distsem/core/internal/faultproxy"
-	"github.com/distsem/distsem/internal/servertest"
 	"github.com/distsem/distsem/internal/testwait"
 )
 
@@ -20,18 +16,7 @@ import (
 // subscribed again it must ask Redis what it missed, and get the unit,
 // rather than wait for its next heartbeat, 20 minutes away.
 func TestLeasedQueuedProcessResyncsAfterItsSubscriptionDrops(t *testing.T) {
-	addr := servertest.RedisAddr(t)
-	p, err := faultproxy.Start(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	p.SetTag("\r\nsubscribe\r\n")
-	ca := redis.NewClient(&redis.Options{Addr: addr})
-	t.Cleanup(func() { _ = ca.Close() })
-	cb := redis.NewClient(&redis.Options{Addr: p.Addr()})
-	t.Cleanup(func() { _ = cb.Close() })
-	prefix := "t" + rand.Text()[:10] + ":"
+	p, cb, ca, prefix := proxiedAndDirect(t)
 	a := slowLeased(t, ca, prefix, "dropped", 1)
 	b := slowLeased(t, cb, prefix, "dropped", 1)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
@@ -41,16 +26,7 @@ func TestLeasedQueuedProcessResyncsAfterItsSubscriptionDrops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan error, 1)
-	go func() {
-		bctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		pb, err := b.Acquire(bctx)
-		if err == nil {
-			err = pb.Release(ctx)
-		}
-		got <- err
-	}()
+	got := acquireAndRelease(ctx, b, 30*time.Second)
 	testwait.Until(t, time.Minute, "A not told that B waits", func() bool {
 		a.l.mu.Lock()
 		defer a.l.mu.Unlock()
