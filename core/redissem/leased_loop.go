@@ -152,9 +152,9 @@ func (l *leased) loop() {
 // listenFirst subscribes the process to the hand-offs published to it
 // before a beat can queue it: its callers listen first (wait), but the
 // loop's first beat may come before any of them is subscribed, and a note
-// sent meanwhile would be lost until a heartbeat. It does nothing once
-// subscribed or without callers; a subscription that fails is left to the
-// beats, which apply what Redis handed to the process.
+// sent meanwhile would be lost until a heartbeat. It does nothing without
+// callers (listen does nothing once subscribed); a subscription that fails
+// is left to the beats, which apply what Redis handed to the process.
 func (l *leased) listenFirst() {
 	l.mu.Lock()
 	want := l.demand > 0
@@ -163,9 +163,6 @@ func (l *leased) listenFirst() {
 		return
 	}
 	b := l.s.b
-	if ok, err := b.subscribed(l.s); ok || err != nil {
-		return
-	}
 	if h := b.hooks; h != nil && h.loopListens != nil {
 		h.loopListens()
 	}

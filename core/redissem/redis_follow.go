@@ -107,8 +107,8 @@ type testHooks struct {
 	// opens it, and returns the one that resubscribe calls instead when
 	// the re-assertion ended (a test may open it sooner or later).
 	regate func(open func()) func()
-	// loopListens: a leased loop is about to subscribe before its beat
-	// (listenFirst).
+	// loopListens: a leased loop with callers is about to make sure it is
+	// subscribed before its beat (listenFirst).
 	loopListens func()
 }
 
