@@ -25,6 +25,11 @@
 //   - Throughput: grants in the window / window length.
 //   - Utilization: Σ |[Grant, RelStart) ∩ window| / (limit × window length).
 //   - Wait: Grant − AcqStart.
+//   - Release: RelDone − RelStart.
+//   - Cost: wait + release, the time a caller spends in the semaphore's
+//     calls for one grant. A mode whose release costs the caller nothing
+//     puts its whole round trip into the wait, so waits alone do not
+//     compare such a mode with one whose release makes a round trip.
 //   - MaxHolders: the most client holds [Grant, RelStart) that overlap at one
 //     instant (at equal instants a release is taken before a grant).
 //   - Jain's index: (Σx)² / (n·Σx²) over the grant counts x of all n
@@ -110,6 +115,8 @@ type Report struct {
 	Util       float64
 
 	WaitP50, WaitP99, WaitMax time.Duration
+	ReleaseP50, ReleaseP99    time.Duration
+	CostP50, CostP99          time.Duration
 
 	MaxHolders int64 // over the whole run
 	Violation  bool  // MaxHolders > Limit
@@ -159,7 +166,7 @@ func Analyze(in Input) (Report, error) {
 
 	// Throughput, utilization, waits, per-worker counts.
 	var held int64
-	var waits []int64
+	var waits, rels, costs []int64
 	counts := make(map[Worker]int, len(in.Workers))
 	for _, w := range in.Workers {
 		counts[w] = 0
@@ -174,6 +181,8 @@ func Analyze(in Input) (Report, error) {
 		}
 		r.Grants++
 		waits = append(waits, e.Grant-e.AcqStart)
+		rels = append(rels, e.RelDone-e.RelStart)
+		costs = append(costs, e.Grant-e.AcqStart+e.RelDone-e.RelStart)
 		counts[e.worker()]++
 	}
 	secs := r.Window.Seconds()
@@ -185,6 +194,10 @@ func Analyze(in Input) (Report, error) {
 	if len(waits) > 0 {
 		r.WaitMax = time.Duration(waits[len(waits)-1])
 	}
+	slices.Sort(rels)
+	slices.Sort(costs)
+	r.ReleaseP50, r.ReleaseP99 = time.Duration(Percentile(rels, 0.50)), time.Duration(Percentile(rels, 0.99))
+	r.CostP50, r.CostP99 = time.Duration(Percentile(costs, 0.50)), time.Duration(Percentile(costs, 0.99))
 
 	r.MaxHolders = MaxHolders(in.Events)
 	r.Violation = r.MaxHolders > in.Limit
@@ -228,6 +241,7 @@ func (r Report) Print(w io.Writer) {
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.3fms", float64(d)/1e6) }
 	fmt.Fprintf(w, "window %v, grants %d, throughput %.1f/s, utilization %.4f\n", r.Window, r.Grants, r.Throughput, r.Util)
 	fmt.Fprintf(w, "wait p50 %s p99 %s max %s (p99/p50 %.2f)\n", ms(r.WaitP50), ms(r.WaitP99), ms(r.WaitMax), ratio(r.WaitP99, r.WaitP50))
+	fmt.Fprintf(w, "release p50 %s p99 %s; wait + release p50 %s p99 %s\n", ms(r.ReleaseP50), ms(r.ReleaseP99), ms(r.CostP50), ms(r.CostP99))
 	fmt.Fprintf(w, "max holders %d (limit %d)\n", r.MaxHolders, r.Limit)
 	if r.Violation {
 		fmt.Fprintf(w, "!!!!! VIOLATION: %d holders at once, limit %d !!!!!\n", r.MaxHolders, r.Limit)

@@ -306,3 +306,34 @@ func TestFIFOByServerTime(t *testing.T) {
 		t.Errorf("client %.2f server %.2f, want 0.5 and 0", r.FIFOOutOfOrder, r.FIFOServerOutOfOrder)
 	}
 }
+
+// A release that makes a round trip shows in the release and in the wait +
+// release figures, not in the wait.
+func TestReleaseAndCost(t *testing.T) {
+	var ev []Event
+	for i := range int64(100) {
+		a := i * 10 * ms
+		// Waits of 1 ms, releases of 2 ms; the last grant waits 5 ms and
+		// releases at once.
+		wait, rel := 1*ms, 2*ms
+		if i == 99 {
+			wait, rel = 5*ms, 0
+		}
+		ev = append(ev, Event{AcqStart: a, Grant: a + wait, RelStart: a + wait + ms, RelDone: a + wait + ms + rel})
+	}
+	r, err := Analyze(Input{Events: ev, Workers: []Worker{{}}, Limit: 1, From: 0, To: 1000 * ms})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.WaitP50 != time.Millisecond || r.ReleaseP50 != 2*time.Millisecond || r.CostP50 != 3*time.Millisecond {
+		t.Errorf("p50 wait %v release %v cost %v; want 1ms, 2ms, 3ms", r.WaitP50, r.ReleaseP50, r.CostP50)
+	}
+	if r.ReleaseP99 != 2*time.Millisecond || r.CostP99 != 3*time.Millisecond {
+		t.Errorf("p99 release %v cost %v; want 2ms, 3ms (the one 5 ms wait costs 5 ms in all, above p99 of 100)", r.ReleaseP99, r.CostP99)
+	}
+	var out bytes.Buffer
+	r.Print(&out)
+	if !bytes.Contains(out.Bytes(), []byte("release p50 2.000ms p99 2.000ms; wait + release p50 3.000ms p99 3.000ms")) {
+		t.Errorf("printed report lacks the release line:\n%s", out.String())
+	}
+}

@@ -34,6 +34,10 @@ var metrics = []metric{
 		return float64(r.WaitP99) / float64(r.WaitP50)
 	}, "%.2f"},
 	{"wait max (ms)", func(r result) float64 { return msOf(r.WaitMax) }, "%.3f"},
+	{"release p50 (ms)", func(r result) float64 { return msOf(r.ReleaseP50) }, "%.3f"},
+	{"release p99 (ms)", func(r result) float64 { return msOf(r.ReleaseP99) }, "%.3f"},
+	{"wait + release p50 (ms)", func(r result) float64 { return msOf(r.CostP50) }, "%.3f"},
+	{"wait + release p99 (ms)", func(r result) float64 { return msOf(r.CostP99) }, "%.3f"},
 	{"longest Acquire unfinished at the end (ms)", func(r result) float64 { return msOf(r.Pending) }, "%.3f"},
 	{"max holders", func(r result) float64 { return float64(r.MaxHolders) }, "%.0f"},
 	{"Jain", func(r result) float64 { return r.Jain }, "%.4f"},
