@@ -76,7 +76,7 @@ type leased struct {
 	unusedArmed bool          // the loop times the unused share
 	freeSeq     uint64        // counts the times the share became unused
 	freeSeen    uint64        // freeSeq when the loop last looked
-	giveIdle    bool          // the share went back unused last time: a release that leaves it unused gives it back
+	giveIdle    bool          // the share went back unused last time, or it is the first use: a release that leaves it unused gives it back
 	gaveAt      time.Time     // when a release last gave the unused share back
 	left        chan struct{} // tells the loop that a release's give-back left: stop
 	idle        time.Duration // shareIdle; longer in tests
@@ -94,7 +94,7 @@ func newLeased(s *Semaphore) *leased {
 		loc:  backend.NewShare(s.label, s.limit, core.WithObserver(s.b.cfg.observer), core.WithOwner(s.b.cfg.owner)),
 		wake: make(chan struct{}, 1), retime: make(chan struct{}, 1), slot: make(chan struct{}, 1), unused: make(chan struct{}, 1), left: make(chan struct{}, 1), held: make(map[*leasedPermit]bool),
 		waiting: make(map[*waitCancel]struct{}), arriving: make(map[int64]int), beatDone: make(chan struct{}), limit: s.limit,
-		rebalance: shareRebalance, idle: shareIdle}
+		rebalance: shareRebalance, idle: shareIdle, giveIdle: true}
 	return l
 }
 

@@ -18,7 +18,7 @@ import (
 // queuedGives returns a logged client and two leased semaphores of limit 1
 // on one backend (as the keys of one NewLeasedKeyed), whose queued
 // give-backs wait an hour for a take to carry them, and whose shares go
-// back at the release that leaves them unused (giveIdle). The scripts are
+// back at the release that leaves them unused (a first use: giveIdle). The scripts are
 // loaded, so that none in a pipeline is sent again alone (NOSCRIPT).
 func queuedGives(t *testing.T) (context.Context, *scriptLog, *redis.Client, *leased, *leased) {
 	log := newScriptLog()
@@ -31,7 +31,7 @@ func queuedGives(t *testing.T) (context.Context, *scriptLog, *redis.Client, *lea
 	t.Cleanup(func() { _ = b.close() })
 	sem := func(name string) *leased {
 		l := newLeasedSem(b.semaphore(name, 1, false)).l
-		l.rebalance, l.giveIdle = time.Hour, true
+		l.rebalance = time.Hour
 		return l
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)

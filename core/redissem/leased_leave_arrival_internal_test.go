@@ -40,7 +40,9 @@ func (h *holdGive) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 }
 
 // TestLeasedCallerArrivingWhileTheProcessLeavesIsServed: an idle process
-// gives its unused share back and leaves (its entry deleted). A caller that
+// whose share is kept when idle (a caller came soon after its last
+// give-back) gives its unused share back once the idle time has passed,
+// and leaves (its entry deleted). A caller that
 // arrives while that give-back is in flight waits locally; once the reply
 // says the process left, the process must register again at once for it,
 // not at its next heartbeat (TTL/3: 20 minutes here).
@@ -51,6 +53,7 @@ func TestLeasedCallerArrivingWhileTheProcessLeavesIsServed(t *testing.T) {
 	c.AddHook(h)
 	s := slowLeased(t, c, "t"+rand.Text()[:10]+":", "leaving", 2)
 	l := s.l
+	l.giveIdle = false // kept when idle: the loop gives it back, by one script
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	p, err := s.Acquire(ctx)

@@ -78,9 +78,11 @@ func (h *scriptLog) take() []string {
 }
 
 // TestLeasedIdleProcessTakesAndLeavesByOneScriptEach: a process of a
-// semaphore that others use now and then. Its Acquire, with capacity free,
-// registers it and takes its unit in one lean script (share_take.lua), in
-// the caller's goroutine; once the unit has gone unused, one give-back
+// semaphore that others use now and then, whose share was kept when idle
+// (a caller came soon after its last give-back). Its Acquire, with
+// capacity free, registers it and takes its unit in one lean script
+// (share_take.lua), in the caller's goroutine; once the unit has gone
+// unused, one give-back
 // (share_give.lua) returns it and deletes the process's entry, and its
 // loop stops: no heartbeat, no leave. Since the share went back unused,
 // the next Release queues its give-back, which goes within giveDelay when
@@ -107,6 +109,7 @@ func TestLeasedIdleProcessTakesAndLeavesByOneScriptEach(t *testing.T) {
 	cl.AddHook(log)
 	s := slowLeased(t, cl, prefix, "idle", 2)
 	l := s.l
+	l.giveIdle = false // kept when idle: the loop times the unused share
 	entry := func() error { return c.HGet(ctx, l.keys[0], "p:"+l.pid).Err() }
 	stopped := func() {
 		testwait.Until(t, time.Minute, "the loop did not stop once the share went back", func() bool {
@@ -161,5 +164,55 @@ func TestLeasedIdleProcessTakesAndLeavesByOneScriptEach(t *testing.T) {
 		if tokens[i]>>32 <= tokens[i-1]>>32 {
 			t.Fatalf("tokens %v: registration %d kept the epoch", tokens, i)
 		}
+	}
+}
+
+// TestLeasedFirstUseGivesItsShareBackAtRelease: a process's first use of
+// a semaphore says nothing yet of how often it comes back, so the release
+// that leaves its share unused gives the share back (queued, sent within
+// giveDelay when no take carries it) and the process leaves, without
+// waiting for the share to go unused for the idle time (an hour here).
+func TestLeasedFirstUseGivesItsShareBackAtRelease(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: servertest.RedisAddr(t)})
+	t.Cleanup(func() { _ = c.Close() })
+	prefix := "t" + rand.Text()[:10] + ":"
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	other := slowLeased(t, c, prefix, "first", 2)
+	po, err := other.Acquire(ctx) // the shares hash exists, one unit held
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = po.Release(ctx) }()
+
+	log := newScriptLog()
+	cl := redis.NewClient(&redis.Options{Addr: servertest.RedisAddr(t)})
+	t.Cleanup(func() { _ = cl.Close() })
+	cl.AddHook(log)
+	s := slowLeased(t, cl, prefix, "first", 2)
+	l := s.l
+	l.mu.Lock()
+	l.idle = time.Hour
+	l.mu.Unlock()
+	p, err := s.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ran := log.take(); len(ran) != 1 || ran[0] != "take" {
+		t.Fatalf("Acquire ran %v, want [take]", ran)
+	}
+	if err := p.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, time.Minute, "the first use's share was not given back at its release", func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return !l.running
+	})
+	if ran := log.take(); len(ran) != 1 || ran[0] != "give" {
+		t.Fatalf("Release ran %v, want [give]", ran)
+	}
+	if err := c.HGet(ctx, l.keys[0], "p:"+l.pid).Err(); err != redis.Nil {
+		t.Fatalf("the process's entry after it gave its share back: %v, want none", err)
 	}
 }
