@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/internal/servertest"
 	"github.com/distsem/distsem/internal/testwait"
 )
@@ -82,13 +83,7 @@ func useOnce(t *testing.T, ctx context.Context, l *leased) {
 // entry, and its loop stops.
 func TestLeasedIdleGiveBackRidesWithTheNextTake(t *testing.T) {
 	ctx, log, c, a, b := queuedGives(t)
-	p, err := a.acquire(ctx, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ran := log.take(); len(ran) != 1 || ran[0] != "take" {
-		t.Fatalf("Acquire ran %v, want [take]", ran)
-	}
+	p := takeOnce(t, log, func() (*core.Permit, error) { return a.acquire(ctx, false, nil) })
 	if err := p.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -110,11 +105,7 @@ func TestLeasedIdleGiveBackRidesWithTheNextTake(t *testing.T) {
 	if ran := log.take(); len(ran) != 1 || ran[0] != "give+take" {
 		t.Fatalf("the other semaphore's Acquire ran %v, want [give+take]: one pipeline", ran)
 	}
-	testwait.Until(t, time.Minute, "the first semaphore's loop did not stop after its give-back", func() bool {
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		return !a.running
-	})
+	loopStops(t, a, "the first semaphore's loop did not stop after its give-back")
 	if got := shareInRedis(t, ctx, c, a); got != -1 {
 		t.Fatalf("the first process's entry after its give-back: share %d, want none", got)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/internal/servertest"
 	"github.com/distsem/distsem/internal/testwait"
 )
@@ -91,33 +92,11 @@ func (h *scriptLog) take() []string {
 // A caller that comes within the idle time of such a give-back makes the
 // process keep its share when idle again. share.lua never runs.
 func TestLeasedIdleProcessTakesAndLeavesByOneScriptEach(t *testing.T) {
-	c := redis.NewClient(&redis.Options{Addr: servertest.RedisAddr(t)})
-	t.Cleanup(func() { _ = c.Close() })
-	prefix := "t" + rand.Text()[:10] + ":"
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	other := slowLeased(t, c, prefix, "idle", 2)
-	po, err := other.Acquire(ctx) // the shares hash exists, one unit held
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = po.Release(ctx) }()
-
-	log := newScriptLog()
-	cl := redis.NewClient(&redis.Options{Addr: servertest.RedisAddr(t)})
-	t.Cleanup(func() { _ = cl.Close() })
-	cl.AddHook(log)
-	s := slowLeased(t, cl, prefix, "idle", 2)
+	ctx, c, log, s := nextToAHolder(t, "idle")
 	l := s.l
 	l.giveIdle = false // kept when idle: the loop times the unused share
 	entry := func() error { return c.HGet(ctx, l.keys[0], "p:"+l.pid).Err() }
-	stopped := func() {
-		testwait.Until(t, time.Minute, "the loop did not stop once the share went back", func() bool {
-			l.mu.Lock()
-			defer l.mu.Unlock()
-			return !l.running
-		})
-	}
+	stopped := func() { loopStops(t, l, "the loop did not stop once the share went back") }
 	var tokens []int64
 	for round := range 3 {
 		if round == 2 {
@@ -125,14 +104,8 @@ func TestLeasedIdleProcessTakesAndLeavesByOneScriptEach(t *testing.T) {
 			l.idle = time.Hour // the next caller comes within the idle time of the give-back
 			l.mu.Unlock()
 		}
-		p, err := s.Acquire(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := takeOnce(t, log, func() (*core.Permit, error) { return s.Acquire(ctx) })
 		tokens = append(tokens, p.Token())
-		if ran := log.take(); len(ran) != 1 || ran[0] != "take" {
-			t.Fatalf("round %d: Acquire ran %v, want [take]", round, ran)
-		}
 		if err := p.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -173,46 +146,68 @@ func TestLeasedIdleProcessTakesAndLeavesByOneScriptEach(t *testing.T) {
 // giveDelay when no take carries it) and the process leaves, without
 // waiting for the share to go unused for the idle time (an hour here).
 func TestLeasedFirstUseGivesItsShareBackAtRelease(t *testing.T) {
-	c := redis.NewClient(&redis.Options{Addr: servertest.RedisAddr(t)})
-	t.Cleanup(func() { _ = c.Close() })
-	prefix := "t" + rand.Text()[:10] + ":"
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	other := slowLeased(t, c, prefix, "first", 2)
-	po, err := other.Acquire(ctx) // the shares hash exists, one unit held
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = po.Release(ctx) }()
-
-	log := newScriptLog()
-	cl := redis.NewClient(&redis.Options{Addr: servertest.RedisAddr(t)})
-	t.Cleanup(func() { _ = cl.Close() })
-	cl.AddHook(log)
-	s := slowLeased(t, cl, prefix, "first", 2)
+	ctx, c, log, s := nextToAHolder(t, "first")
 	l := s.l
 	l.mu.Lock()
 	l.idle = time.Hour
 	l.mu.Unlock()
-	p, err := s.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ran := log.take(); len(ran) != 1 || ran[0] != "take" {
-		t.Fatalf("Acquire ran %v, want [take]", ran)
-	}
+	p := takeOnce(t, log, func() (*core.Permit, error) { return s.Acquire(ctx) })
 	if err := p.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	testwait.Until(t, time.Minute, "the first use's share was not given back at its release", func() bool {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		return !l.running
-	})
+	loopStops(t, l, "the first use's share was not given back at its release")
 	if ran := log.take(); len(ran) != 1 || ran[0] != "give" {
 		t.Fatalf("Release ran %v, want [give]", ran)
 	}
 	if err := c.HGet(ctx, l.keys[0], "p:"+l.pid).Err(); err != redis.Nil {
 		t.Fatalf("the process's entry after it gave its share back: %v, want none", err)
 	}
+}
+
+// nextToAHolder returns a leased semaphore of limit 2 named name, on a
+// client logged by log, whose other process (on client c) holds one unit,
+// so that the shares hash exists; ctx ends within a minute.
+func nextToAHolder(t *testing.T, name string) (context.Context, *redis.Client, *scriptLog, *Leased) {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: servertest.RedisAddr(t)})
+	t.Cleanup(func() { _ = c.Close() })
+	prefix := "t" + rand.Text()[:10] + ":"
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	other := slowLeased(t, c, prefix, name, 2)
+	po, err := other.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = po.Release(ctx) })
+	log := newScriptLog()
+	cl := redis.NewClient(&redis.Options{Addr: servertest.RedisAddr(t)})
+	t.Cleanup(func() { _ = cl.Close() })
+	cl.AddHook(log)
+	return ctx, c, log, slowLeased(t, cl, prefix, name, 2)
+}
+
+// takeOnce acquires by acq, which must run one take (share_take.lua) and
+// nothing else, and returns the permit.
+func takeOnce(t *testing.T, log *scriptLog, acq func() (*core.Permit, error)) *core.Permit {
+	t.Helper()
+	p, err := acq()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ran := log.take(); len(ran) != 1 || ran[0] != "take" {
+		t.Fatalf("Acquire ran %v, want [take]", ran)
+	}
+	return p
+}
+
+// loopStops waits for l's loop to stop, and fails with msg if it does not
+// within a minute.
+func loopStops(t *testing.T, l *leased, msg string) {
+	t.Helper()
+	testwait.Until(t, time.Minute, msg, func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return !l.running
+	})
 }
