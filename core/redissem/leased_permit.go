@@ -54,9 +54,9 @@ func (p *leasedPermit) ReleasePermit(ctx context.Context, _ *core.Permit) error 
 // caller's goroutine: leanNow), which hands them to the process that has
 // waited longest, this one included. A release that leaves the share
 // unused when the share went back unused after its last idle time, or on
-// the semaphore's first use here (see leased_idle.go), gives it back too, and the process leaves; while nobody
-// is starved that give-back is queued (leased_batch.go), and the release
-// returns without a round trip.
+// the semaphore's first use here (see leased_idle.go), gives it back too,
+// and the process leaves; while nobody is starved that give-back is
+// queued (leased_batch.go), and the release returns without a round trip.
 func (l *leased) release(ctx context.Context, p *leasedPermit) error {
 	l.mu.Lock()
 	lost, ok := l.held[p]
