@@ -204,3 +204,77 @@ func TestLeasedQueuedGiveBackAfterScriptFlush(t *testing.T) {
 		return shareInRedis(t, ctx, c, a) == -1
 	})
 }
+
+// TestLeasedQueuedGiveBackIsKeptForAStarvedProcess: once a push has said
+// that another process is starved, a caller of the holding process that
+// comes before the queued give-back is sent does not cancel it: it queues
+// behind the starved process, which gets the unit first. The test holds
+// the holder's slot, so that its loop cannot send the give-back until the
+// caller has come.
+func TestLeasedQueuedGiveBackIsKeptForAStarvedProcess(t *testing.T) {
+	ctx, _, c, a, _ := queuedGives(t)
+	useOnce(t, ctx, a)
+	a.slot <- struct{}{}
+	slotHeld := true
+	t.Cleanup(func() {
+		if slotHeld {
+			<-a.slot // so that Close can stop the loop
+		}
+	})
+	other := NewLeased(c, a.s.name, 1, WithKeyPrefix(a.s.b.cfg.prefix), WithDefaultLeaseTTL(time.Hour))
+	t.Cleanup(func() { _ = other.Close() })
+	type grant struct {
+		p   *core.Permit
+		err error
+	}
+	get := func(ch chan grant) *core.Permit {
+		t.Helper()
+		g := <-ch
+		if g.err != nil {
+			t.Fatal(g.err)
+		}
+		return g.p
+	}
+	otherGot := make(chan grant, 1)
+	go func() {
+		p, err := other.Acquire(ctx)
+		otherGot <- grant{p, err}
+	}()
+	testwait.Until(t, time.Minute, "no push told the holder that another process is starved", func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.contended
+	})
+
+	mineGot := make(chan grant, 1)
+	go func() {
+		p, err := a.acquire(ctx, false, nil)
+		mineGot <- grant{p, err}
+	}()
+	testwait.Until(t, time.Minute, "the holder's caller was not counted", func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.demand == 1
+	})
+	a.mu.Lock()
+	served := len(a.held)
+	a.mu.Unlock()
+	if served != 0 {
+		t.Fatal("a caller of the holding process was served from the share that a starved process waits for")
+	}
+
+	slotHeld = false
+	a.unclaim() // the loop sends the give-back now
+	po := get(otherGot)
+	select {
+	case <-mineGot:
+		t.Fatal("the holder's caller was granted while the other process holds the unit (limit 1)")
+	default:
+	}
+	if err := po.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := get(mineGot).Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
