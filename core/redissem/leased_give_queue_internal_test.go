@@ -205,15 +205,29 @@ func TestLeasedQueuedGiveBackAfterScriptFlush(t *testing.T) {
 	})
 }
 
-// TestLeasedQueuedGiveBackIsKeptForAStarvedProcess: once a push has said
-// that another process is starved, a caller of the holding process that
-// comes before the queued give-back is sent does not cancel it: it queues
-// behind the starved process, which gets the unit first. The test holds
-// the holder's slot, so that its loop cannot send the give-back until the
-// caller has come.
-func TestLeasedQueuedGiveBackIsKeptForAStarvedProcess(t *testing.T) {
-	ctx, _, c, a, _ := queuedGives(t)
-	useOnce(t, ctx, a)
+// TestLeasedStarvedProcessComesFirst: once a push has said that another
+// process is starved, a caller of the process that holds the unit unused
+// does not take it: it queues behind the starved process, which gets the
+// unit first. The unit is held either with its give-back queued (the
+// release after a first use) or kept idle; the test holds the holder's
+// slot, so that its loop cannot give the unit back before the caller has
+// come.
+func TestLeasedStarvedProcessComesFirst(t *testing.T) {
+	for _, queued := range []bool{true, false} {
+		t.Run(map[bool]string{true: "give-back queued", false: "kept idle"}[queued], func(t *testing.T) {
+			ctx, _, c, a, _ := queuedGives(t)
+			a.idle = time.Hour
+			a.giveIdle = queued
+			useOnce(t, ctx, a)
+			starvedComesFirst(t, ctx, c, a)
+		})
+	}
+}
+
+// starvedComesFirst checks that another process, queued for the unit that
+// a holds unused, gets it before a caller of a that comes after the push
+// telling a so.
+func starvedComesFirst(t *testing.T, ctx context.Context, c *redis.Client, a *leased) {
 	a.slot <- struct{}{}
 	slotHeld := true
 	t.Cleanup(func() {
@@ -260,11 +274,11 @@ func TestLeasedQueuedGiveBackIsKeptForAStarvedProcess(t *testing.T) {
 	served := len(a.held)
 	a.mu.Unlock()
 	if served != 0 {
-		t.Fatal("a caller of the holding process was served from the share that a starved process waits for")
+		t.Fatal("a caller of the holding process was served from the unit that a starved process waits for")
 	}
 
 	slotHeld = false
-	a.unclaim() // the loop sends the give-back now
+	a.unclaim() // the loop gives the unit back now
 	po := get(otherGot)
 	select {
 	case <-mineGot:
