@@ -207,13 +207,11 @@ func (b *redisBackend) takeWithGives(parent, ctx context.Context, cmd []any) ([]
 }
 
 // unqueueGive cancels l's queued give-back, if any, and reports whether it
-// did: a caller wants the share again, which serves it here. Once a push
-// has said that another process is starved, it does not: that process
-// came first, and the caller queues behind it.
+// did: a caller wants the share again, which serves it here.
 func (l *leased) unqueueGive() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.giveQueued || l.contended {
+	if !l.giveQueued {
 		return false
 	}
 	l.giveQueued, l.giveReq = false, false

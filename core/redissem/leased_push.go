@@ -129,9 +129,7 @@ func (l *leased) applyLocked() {
 
 // checkGiveLocked asks the loop to give back the share this process does
 // not use (no caller queued here, fewer in use than its share) while
-// another process is starved. Until then the share grants nothing here: a
-// caller that comes meanwhile queues behind the starved process. l.mu is
-// held.
+// another process is starved. l.mu is held.
 func (l *leased) checkGiveLocked() {
 	if !l.contended || l.closed {
 		return
@@ -139,7 +137,6 @@ func (l *leased) checkGiveLocked() {
 	st := l.loc.State()
 	if st.WaitN == 0 && st.InUse < l.share && !l.giveReq {
 		l.giveReq = true
-		l.applyLocked()
 		l.poke()
 	}
 }
