@@ -19,8 +19,9 @@ import (
 // queuedGives returns a logged client and two leased semaphores of limit 1
 // on one backend (as the keys of one NewLeasedKeyed), whose queued
 // give-backs wait an hour for a take to carry them, and whose shares go
-// back at the release that leaves them unused (a first use: giveIdle). The scripts are
-// loaded, so that none in a pipeline is sent again alone (NOSCRIPT).
+// back at the release that leaves them unused (a first use: giveIdle).
+// The scripts are loaded, so that none in a pipeline is sent again alone
+// (NOSCRIPT).
 func queuedGives(t *testing.T) (context.Context, *scriptLog, *redis.Client, *leased, *leased) {
 	log := newScriptLog()
 	c := redis.NewClient(&redis.Options{Addr: servertest.RedisAddr(t)})

@@ -42,10 +42,10 @@ func (h *holdGive) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // TestLeasedCallerArrivingWhileTheProcessLeavesIsServed: an idle process
 // whose share is kept when idle (a caller came soon after its last
 // give-back) gives its unused share back once the idle time has passed,
-// and leaves (its entry deleted). A caller that
-// arrives while that give-back is in flight waits locally; once the reply
-// says the process left, the process must register again at once for it,
-// not at its next heartbeat (TTL/3: 20 minutes here).
+// and leaves (its entry deleted). A caller that arrives while that
+// give-back is in flight waits locally; once the reply says the process
+// left, the process must register again at once for it, not at its next
+// heartbeat (TTL/3: 20 minutes here).
 func TestLeasedCallerArrivingWhileTheProcessLeavesIsServed(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: servertest.RedisAddr(t)})
 	t.Cleanup(func() { _ = c.Close() })

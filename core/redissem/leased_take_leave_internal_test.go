@@ -3,6 +3,7 @@ package redissem
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -83,14 +84,13 @@ func (h *scriptLog) take() []string {
 // (a caller came soon after its last give-back). Its Acquire, with
 // capacity free, registers it and takes its unit in one lean script
 // (share_take.lua), in the caller's goroutine; once the unit has gone
-// unused, one give-back
-// (share_give.lua) returns it and deletes the process's entry, and its
-// loop stops: no heartbeat, no leave. Since the share went back unused,
-// the next Release queues its give-back, which goes within giveDelay when
-// no take carries it (leased_batch.go). The next
-// Acquire registers anew by one take, with a new epoch (its tokens jump).
-// A caller that comes within the idle time of such a give-back makes the
-// process keep its share when idle again. share.lua never runs.
+// unused, one give-back (share_give.lua) returns it and deletes the
+// process's entry, and its loop stops: no heartbeat, no leave. Since the
+// share went back unused, the next Release queues its give-back, which
+// goes within giveDelay when no take carries it (leased_batch.go). The
+// next Acquire registers anew by one take, with a new epoch (its tokens
+// jump). A caller that comes within the idle time of such a give-back
+// makes the process keep its share when idle again. share.lua never runs.
 func TestLeasedIdleProcessTakesAndLeavesByOneScriptEach(t *testing.T) {
 	ctx, c, log, s := nextToAHolder(t, "idle")
 	l := s.l
@@ -159,7 +159,7 @@ func TestLeasedFirstUseGivesItsShareBackAtRelease(t *testing.T) {
 	if ran := log.take(); len(ran) != 1 || ran[0] != "give" {
 		t.Fatalf("Release ran %v, want [give]", ran)
 	}
-	if err := c.HGet(ctx, l.keys[0], "p:"+l.pid).Err(); err != redis.Nil {
+	if err := c.HGet(ctx, l.keys[0], "p:"+l.pid).Err(); !errors.Is(err, redis.Nil) {
 		t.Fatalf("the process's entry after it gave its share back: %v, want none", err)
 	}
 }
