@@ -184,8 +184,12 @@ func (l *leased) finish(ctx context.Context, p beatPlan, leanOnly bool, r shareR
 	}
 	l.limit, l.down = r.limit, false
 	l.giving = false
-	if l.giveReq && !l.contended {
-		l.giveReq = false // nobody is starved any more
+	if l.giveReq && !l.contended && (l.demand > 0 || len(l.held) > 0) {
+		// Nobody is starved any more, and the share is used here. (The
+		// unused share of a process with no caller goes back all the
+		// same: an idle give-back, which a release may have queued while
+		// this beat was in flight.)
+		l.giveReq, l.giveQueued = false, false
 	}
 	if l.giveReq {
 		l.poke() // released meanwhile: give that back too
