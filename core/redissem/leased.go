@@ -77,9 +77,12 @@ type leased struct {
 	freeSeq     uint64        // counts the times the share became unused
 	freeSeen    uint64        // freeSeq when the loop last looked
 	giveIdle    bool          // the share went back unused last time, or it is the first use: a release that leaves it unused gives it back
+	single      bool          // the share came by a single-use take: Redis counts this process as told (leased_single.go)
 	gaveAt      time.Time     // when a release last gave the unused share back
+	wantedAt    time.Time     // when another process last wanted the share kept unused here
 	left        chan struct{} // tells the loop that a release's give-back left: stop
 	idle        time.Duration // shareIdle; longer in tests
+	wanted      time.Duration // shareWanted; other in tests
 
 	rebalance time.Duration // shareRebalance; longer in tests
 }
@@ -94,7 +97,7 @@ func newLeased(s *Semaphore) *leased {
 		loc:  backend.NewShare(s.label, s.limit, core.WithObserver(s.b.cfg.observer), core.WithOwner(s.b.cfg.owner)),
 		wake: make(chan struct{}, 1), retime: make(chan struct{}, 1), slot: make(chan struct{}, 1), unused: make(chan struct{}, 1), left: make(chan struct{}, 1), held: make(map[*leasedPermit]bool),
 		waiting: make(map[*waitCancel]struct{}), arriving: make(map[int64]int), beatDone: make(chan struct{}), limit: s.limit,
-		rebalance: shareRebalance, idle: shareIdle, giveIdle: true}
+		rebalance: shareRebalance, idle: shareIdle, wanted: shareWanted, giveIdle: true}
 	return l
 }
 
@@ -327,7 +330,7 @@ func (l *leased) begin(weight int64) error {
 	if !l.gaveAt.IsZero() {
 		// Used again soon after a release gave the share back: keep it
 		// idle next time, as the loop does.
-		l.giveIdle = time.Since(l.gaveAt) >= l.idle
+		l.giveIdle = l.keepsNotLocked()
 		l.gaveAt = time.Time{}
 	}
 	if !l.running {

@@ -215,10 +215,13 @@ func (l *leased) unqueueGive() bool {
 		return false
 	}
 	l.giveQueued, l.giveReq = false, false
+	if l.single {
+		l.unsingleLocked() // used again here
+	}
 	if !l.gaveAt.IsZero() {
 		// Used again soon after a release gave the share back: keep it
 		// idle next time, as begin does.
-		l.giveIdle = time.Since(l.gaveAt) >= l.idle
+		l.giveIdle = l.keepsNotLocked()
 		l.gaveAt = time.Time{}
 	}
 	l.applyLocked()

@@ -77,12 +77,13 @@ func (l *leased) plan() beatPlan {
 	l.reported, l.reportedNeed = demand, need
 	keep := max(inUse, ls.Share)
 	idle := l.demand == 0 && inUse == 0 && need == 0
+	single := take && l.singleUseLocked(demand, need)
 	sent := time.Now()
 	l.lastBeat = sent
 	l.mu.Unlock()
 	p := beatPlan{gen: gen, give: give, keep: keep, sent: sent,
 		a: shareArgs{demand: demand, keep: keep, inUse: inUse, waiting: waiting, need: need, known: known,
-			leave: give && idle}}
+			leave: give && idle, single: single}}
 	if st.registered {
 		p.epoch = st.epoch
 	}
@@ -150,7 +151,7 @@ func (l *leased) finish(ctx context.Context, p beatPlan, leanOnly bool, r shareR
 		l.mu.Lock()
 		l.leftVer = max(l.leftVer, l.ver, r.ver) // the notes to the entry it left are stale
 		l.registered, l.share, l.ver, l.giving, l.contended, l.hot = false, 0, 0, false, false, false
-		l.turnEnd = 0
+		l.turnEnd, l.single = 0, false
 		l.applyLocked()
 		again := l.demand > 0
 		l.mu.Unlock()
@@ -177,6 +178,7 @@ func (l *leased) finish(ctx context.Context, p beatPlan, leanOnly bool, r shareR
 		l.ver = 0 // registered anew: the versions may have started anew
 	}
 	if r.ver >= l.ver {
+		l.single = lean == scriptShareTake && !full && a.single && r.share >= a.need
 		l.setShareLocked(r.share, r.contended)
 		l.ver, l.cap = r.ver, r.target
 		l.toldAt = time.Now()

@@ -33,6 +33,7 @@ func TestLeasedGiveBackReplyLostGrantsNothing(t *testing.T) {
 	a.l.rebalance = time.Hour
 	t.Cleanup(func() { _ = a.Close() })
 	b := slowLeased(t, cb, prefix, "lost", 1)
+	keepShares(a, b)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 

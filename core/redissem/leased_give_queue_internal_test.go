@@ -114,9 +114,15 @@ func TestLeasedIdleGiveBackRidesWithTheNextTake(t *testing.T) {
 
 // TestLeasedQueuedGiveBackYieldsToTheNextCaller: a caller that comes while
 // the give-back is queued cancels it and is served from the share, with
-// no script; since it came soon after, the share is kept idle next time.
+// no script of its own; since it came soon after, the share is kept idle
+// next time. The first use's take was single-use, so the second caller
+// makes the loop run share.lua once, which records the process as not
+// told (leased_single.go).
 func TestLeasedQueuedGiveBackYieldsToTheNextCaller(t *testing.T) {
 	ctx, log, c, a, _ := queuedGives(t)
+	a.mu.Lock()
+	a.idle = time.Hour // the share kept idle stays
+	a.mu.Unlock()
 	for round := range 3 {
 		p, err := a.acquire(ctx, false, nil)
 		if err != nil {
@@ -125,31 +131,56 @@ func TestLeasedQueuedGiveBackYieldsToTheNextCaller(t *testing.T) {
 		if err := p.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
-		want := []string{}
 		if round == 0 {
-			want = []string{"take"}
-		}
-		if ran := log.take(); strings.Join(ran, " ") != strings.Join(want, " ") {
-			t.Fatalf("round %d: Acquire and Release ran %v, want %v", round, ran, want)
+			if got := log.take(); strings.Join(got, " ") != "take" {
+				t.Fatalf("round 0: Acquire and Release ran %v, want [take]", got)
+			}
 		}
 		if got := shareInRedis(t, ctx, c, a); got != 1 {
 			t.Fatalf("round %d: share in Redis: %d, want 1", round, got)
 		}
 	}
+	testwait.Until(t, time.Minute, "Redis still records the process as told after its single-use share served a second caller", func() bool {
+		return entryTold(t, ctx, c, a) == "0"
+	})
+	if ran := log.take(); strings.Join(ran, " ") != "share" {
+		t.Fatalf("rounds 1 and 2 ran %v, want [share] (the loop's, once)", ran)
+	}
 	a.mu.Lock()
-	queued, idle := a.giveQueued, a.giveIdle
+	queued, idle, single := a.giveQueued, a.giveIdle, a.single
 	a.mu.Unlock()
-	if queued || idle {
-		t.Fatalf("after callers came soon after the give-back: queued %v, give when idle %v, want neither", queued, idle)
+	if queued || idle || single {
+		t.Fatalf("after callers came soon after the give-back: queued %v, give when idle %v, single-use %v, want none", queued, idle, single)
 	}
 }
 
 // TestLeasedQueuedGiveBackGoesWhenAnotherProcessWaits: another process
 // queues for the unit whose give-back waits in the queue; the push that
 // tells the holder sends the give-back at once, which hands the unit over.
+// The holder's take was not single-use (it keeps unused shares), so Redis
+// tells it; the give-back was queued as the release found the share
+// unused after another process had wanted it (giveIdle).
 func TestLeasedQueuedGiveBackGoesWhenAnotherProcessWaits(t *testing.T) {
 	ctx, _, c, a, _ := queuedGives(t)
-	useOnce(t, ctx, a)
+	a.mu.Lock()
+	a.giveIdle = false
+	a.mu.Unlock()
+	p, err := a.acquire(ctx, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	a.giveIdle = true
+	a.mu.Unlock()
+	if err := p.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	queued, single := a.giveQueued, a.single
+	a.mu.Unlock()
+	if !queued || single {
+		t.Fatalf("after the release: give-back queued %v, single-use %v, want queued and not single-use", queued, single)
+	}
 	other := NewLeased(c, a.s.name, 1, WithKeyPrefix(a.s.b.cfg.prefix), WithDefaultLeaseTTL(time.Hour))
 	t.Cleanup(func() { _ = other.Close() })
 	po, err := other.Acquire(ctx) // within the test's minute, not the hour of the queue

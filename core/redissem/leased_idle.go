@@ -8,14 +8,17 @@ import (
 // An idle process (no caller, nothing held) gives its share back once it
 // has gone unused for shareIdle, and leaves: by that give-back when it
 // held a share, else after TTL/3 without demand. Its loop then stops.
-// When the share went back so, and on the first use of the semaphore in
-// this process (nothing says yet that it is used often), the next release
-// that leaves it unused gives it back at once (giveIdle: queued, see
-// leased_batch.go, unless another process is starved), until a caller
-// comes within shareIdle of such a give-back: then the share waits for
-// shareIdle again. So a semaphore used once, or seldom, costs one round
-// trip per use (its take, which carries the give-back of an earlier use),
-// and no wake-up of its loop to time an unused share.
+// When the share went back so, when another process wanted it while it
+// was kept unused, and on the first use of the semaphore in this process
+// (nothing says yet that it is used often), the next release that leaves
+// it unused gives it back at once (giveIdle: queued, see leased_batch.go,
+// unless another process is starved; the take is single-use, see
+// leased_single.go), until a caller comes within shareIdle of such a
+// give-back, and more than shareWanted after another process last wanted
+// it: then the share waits for shareIdle again. So a semaphore used once,
+// or seldom, or whose units move between processes, costs one round trip
+// per use (its take, which carries the give-back of an earlier use), and
+// no wake-up of its loop to time an unused share.
 
 // stopIfLeft ends the loop, freeing the slot that it holds, if the
 // process is idle and has no entry in Redis (it left by its give-back, or

@@ -21,6 +21,10 @@ const (
 	// nothing uses (no holder, no caller) before it gives it back, for
 	// another process to take in one round trip.
 	shareIdle = 5 * time.Millisecond
+	// shareWanted is how long after another process wanted a share kept
+	// unused here the shares of this semaphore go back at once when
+	// unused, rather than being kept for shareIdle (leased_single.go).
+	shareWanted = 100 * time.Millisecond
 )
 
 // loop runs while the process has demand or holds a share: it beats at

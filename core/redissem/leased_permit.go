@@ -63,16 +63,19 @@ func (l *leased) release(ctx context.Context, p *leasedPermit) error {
 	delete(l.held, p)
 	l.demand -= p.weight
 	unused := l.demand == 0 && len(l.held) == 0 && l.share > 0
+	if l.single && !unused {
+		l.unsingleLocked() // another caller here uses the share
+	}
 	give := l.registered && !l.closed && !lost && ok &&
-		(l.contended && !l.keepForTurnLocked(p.weight) || unused && l.giveIdle)
+		(l.contended && !l.keepForTurnLocked(p.weight) || unused && (l.giveIdle || l.single))
 	if give && !l.giveReq {
 		l.giveReq = true
 		l.applyLocked()
 	}
-	idleGive := unused && give && l.giveIdle && !l.contended && l.s.b.brk.down().IsZero()
+	idleGive := unused && give && (l.giveIdle || l.single) && !l.contended && l.s.b.brk.down().IsZero()
 	l.giveQueued = idleGive
 	switch {
-	case unused && give && l.giveIdle:
+	case unused && give && (l.giveIdle || l.single):
 		l.gaveAt = time.Now()
 	case unused:
 		// Unused from now: given back unless used again soon (loop).

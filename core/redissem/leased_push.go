@@ -94,6 +94,7 @@ func (l *leased) pushed(share int64, contended bool, ver int64) {
 		l.cap = max(l.cap, share) // handed to it: its to use
 	}
 	l.setShareLocked(share, contended)
+	l.single = false // the script that sent it recorded whether this process is told
 	l.ver = ver
 	l.toldAt = time.Now()
 	l.pushes++
@@ -137,6 +138,11 @@ func (l *leased) checkGiveLocked() {
 	st := l.loc.State()
 	if st.WaitN == 0 && st.InUse < l.share && !l.giveReq {
 		l.giveReq = true
+		if l.demand == 0 && len(l.held) == 0 {
+			// Kept unused, and wanted elsewhere: give it back at once
+			// next time (single-use).
+			l.giveIdle, l.wantedAt = true, time.Now()
+		}
 		l.poke()
 	}
 }

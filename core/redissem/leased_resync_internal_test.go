@@ -19,6 +19,7 @@ func TestLeasedQueuedProcessResyncsAfterItsSubscriptionDrops(t *testing.T) {
 	p, cb, ca, prefix := proxiedAndDirect(t)
 	a := slowLeased(t, ca, prefix, "dropped", 1)
 	b := slowLeased(t, cb, prefix, "dropped", 1)
+	keepShares(a, b)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 

@@ -65,6 +65,7 @@ func (l *leased) run(ctx context.Context, op string, newLimit int64) (shareReply
 type shareArgs struct {
 	demand, keep, inUse, waiting, need, newLimit, known int64
 	leave                                               bool // a give-back: leave if idle
+	single                                              bool // a take: single-use (leased_single.go)
 }
 
 // runWithin is run bounded by d (and the operation timeout) rather than by
@@ -98,11 +99,11 @@ func (l *leased) runLean(ctx context.Context, d time.Duration, sc *redis.Script,
 }
 
 // leanArgs is the ARGV of share_give.lua and share_take.lua for a and
-// epoch.
+// epoch. ARGV[12] is a give-back's leave, or a take's single use.
 func (l *leased) leanArgs(a shareArgs, epoch int64) []any {
 	b := l.s.b
 	return []any{l.pid, a.demand, a.keep, a.inUse, a.waiting, a.need,
-		b.cfg.leaseTTL.Milliseconds(), a.known, epoch, b.cfg.owner, l.s.notify, a.leave, l.s.limit}
+		b.cfg.leaseTTL.Milliseconds(), a.known, epoch, b.cfg.owner, l.s.notify, a.leave || a.single, l.s.limit}
 }
 
 // call runs sc on the shares hash with argv, bounded by ctx, d and the

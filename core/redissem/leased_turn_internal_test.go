@@ -20,6 +20,7 @@ import (
 // turn), then A's third caller (it came during A's turn).
 func TestLeasedTurnServesTheCallersQueuedWhenItBegins(t *testing.T) {
 	ctx, _, c, a, b := loggedPair(t, 1)
+	keepShares(a, b)
 
 	type grant struct {
 		p   *core.Permit

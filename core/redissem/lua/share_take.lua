@@ -26,28 +26,34 @@
 -- (share.lua would also tell a queued process that holds part of what its
 -- head waiter needs; untold, it keeps that part and its place, ahead of
 -- the caller, as it would once told.)
+-- A take that is served (not queued) records its process as not told,
+-- as nobody is queued; but a single-use take (ARGV[12] '1': a lone
+-- caller's, whose release gives the units back once they are unused)
+-- records it as told, so that a process that queues later does not tell
+-- it: it gives the units back without being told.
 -- leased_script.go puts const.lua, share_queue.lua and share_entry.lua first.
 -- KEYS: 1 S, share.lua's hash.
 -- ARGV: 1 pid, 2 demand, 3 keep, 4 in use, 5 the callers queued locally,
 --       6 need, 7 lease ms, 8 the version of its share that it has
 --       applied, 9 the epoch of its entry (0: it has none, and registers),
---       10 its owner ('' for none), 11 its channel ('' for none), 12
---       (ignored), 13 the configured limit (absent: a missing hash is
---       left to share.lua).
+--       10 its owner ('' for none), 11 its channel ('' for none), 12 '1'
+--       for a single-use take, 13 the configured limit (absent: a missing
+--       hash is left to share.lua).
 -- Idempotent per pid: the share becomes an absolute value; a retried copy
 -- finds its entry's version newer than the one applied, or (a
 -- registration) finds its entry, and replies {0}.
 -- Reply: share.lua's (code 2 for a registration, with the new epoch), with
 -- the fleet totals 0, target the share, contended 1 if it queued behind
--- others, soon (queued) the ms until the earliest lease of another
--- process holding a share ends, and hot 1 if the process wants more than
--- its share and capacity is free.
+-- others (0 when served, single-use or not), soon (queued) the ms until
+-- the earliest lease of another process holding a share ends, and hot 1
+-- if the process wants more than its share and capacity is free.
 local S = KEYS[1]
 local pid = ARGV[1]
 local demand, keep, inuse = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local waiting, need, ttl = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local known, epoch = tonumber(ARGV[8]), tonumber(ARGV[9])
 local owner, chan = ARGV[10], ARGV[11]
+local single = ARGV[12] == '1'
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -153,6 +159,14 @@ else
     writes[#writes + 1] = table.concat(queue, ' ')
   end
 end
+-- Served (queued, it would be in the queue): nobody is starved, so the
+-- process is not told, unless the take is single-use.
+local told = me.told
+if #queue == 0 then
+  told = 0
+  me.told = 0
+  if single then me.told = 1 end
+end
 V = V + 1
 me.ver = V
 writes[#writes + 1] = 'p:' .. pid
@@ -188,5 +202,5 @@ for _, e in ipairs(notes) do
 end
 local hot = 0
 if demand > me.share and sum < limit then hot = 1 end
-return {code, me.share, limit, me.share, me.epoch, hot, now_us, 0, 0, me.inuse, me.waiting, me.ver, me.told, soon,
+return {code, me.share, limit, me.share, me.epoch, hot, now_us, 0, 0, me.inuse, me.waiting, me.ver, told, soon,
   limit - sum}

@@ -1,0 +1,192 @@
+package redissem
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/distsem/distsem/core"
+	"github.com/distsem/distsem/internal/servertest"
+	"github.com/distsem/distsem/internal/testwait"
+)
+
+// singleUseFleet returns a client, a leased semaphore of limit 1 whose
+// loop beats only when asked (rebalance and lease TTL an hour), and a
+// second process of the same semaphore, made by NewLeased.
+func singleUseFleet(t *testing.T) (context.Context, *redis.Client, *leased, *Leased) {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: servertest.RedisAddr(t)})
+	t.Cleanup(func() { _ = c.Close() })
+	prefix := "t" + rand.Text()[:10] + ":"
+	cfg := buildConfig("NewLeased", takesNone, []Option{WithKeyPrefix(prefix), WithDefaultLeaseTTL(time.Hour)})
+	b := newRedisBackend("NewLeased", c, cfg)
+	t.Cleanup(func() { _ = b.close() })
+	a := newLeasedSem(b.semaphore("s", 1, true)).l
+	a.rebalance = time.Hour
+	other := NewLeased(c, "s", 1, WithKeyPrefix(prefix), WithDefaultLeaseTTL(time.Hour))
+	t.Cleanup(func() { _ = other.Close() })
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx, c, a, other
+}
+
+// entryTold returns the told field of l's entry in Redis ("" if it has
+// none).
+func entryTold(t *testing.T, ctx context.Context, c *redis.Client, l *leased) string {
+	t.Helper()
+	v, err := c.HGet(ctx, l.keys[0], "p:"+l.pid).Result()
+	if errors.Is(err, redis.Nil) {
+		return ""
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Split(v, ":")
+	return f[len(f)-1]
+}
+
+// queuedInRedis waits until a process is queued in the fleet's queue of
+// l's semaphore.
+func queuedInRedis(t *testing.T, ctx context.Context, c *redis.Client, l *leased) {
+	t.Helper()
+	testwait.Until(t, time.Minute, "the other process did not queue in Redis", func() bool {
+		q, err := c.HGet(ctx, l.keys[0], "q").Result()
+		return err == nil && q != ""
+	})
+}
+
+// acquireLater acquires a permit of o in a goroutine, and returns a
+// channel closed once it is granted (or failed: the test fails). The test
+// waits for the goroutine at its end, and releases the permit.
+func acquireLater(t *testing.T, ctx context.Context, o *Leased) <-chan struct{} {
+	t.Helper()
+	got := make(chan struct{})
+	var p *core.Permit
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer close(got)
+		var err error
+		if p, err = o.Acquire(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Cleanup(func() {
+		wg.Wait()
+		if p != nil {
+			_ = p.Release(context.Background())
+		}
+	})
+	return got
+}
+
+// TestLeasedSingleUseTakeIsNotTold: the first use of a semaphore in a
+// process is a lone caller's take, single-use: Redis records the process
+// as told. Another process that queues behind it sends it no note, and
+// the release's give-back hands the unit over.
+func TestLeasedSingleUseTakeIsNotTold(t *testing.T) {
+	ctx, c, a, other := singleUseFleet(t)
+	p, err := a.acquire(ctx, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	single := a.single
+	a.mu.Unlock()
+	if !single {
+		t.Fatal("the first use's take was not single-use")
+	}
+	if got := entryTold(t, ctx, c, a); got != "1" {
+		t.Fatalf("told in the holder's entry: %q, want 1", got)
+	}
+	got := acquireLater(t, ctx, other)
+	queuedInRedis(t, ctx, c, a)
+	if err := p.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-got:
+	case <-ctx.Done():
+		t.Fatal("the queued process was not served after the release")
+	}
+	a.mu.Lock()
+	pushes := a.pushes
+	a.mu.Unlock()
+	if pushes != 0 {
+		t.Fatalf("the single-use holder was sent %d notes, want none", pushes)
+	}
+}
+
+// TestLeasedSingleUseReusedTellsRedis: the unit that a process took
+// single-use passes to a second caller of that process, queued there
+// while another process queued in Redis and was not told. The process
+// then runs share.lua, whose reply tells it that the other process is
+// starved: the second caller's release gives the unit back, and the other
+// process is served, though a third caller of the first process waits.
+func TestLeasedSingleUseReusedTellsRedis(t *testing.T) {
+	ctx, c, a, other := singleUseFleet(t)
+	first, err := a.acquire(ctx, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := acquireLater(t, ctx, other)
+	queuedInRedis(t, ctx, c, a)
+
+	var wg sync.WaitGroup
+	permits := make(chan *core.Permit, 2)
+	cctx, cancel := context.WithCancel(ctx)
+	defer func() {
+		cancel() // the third caller's wait, if it still waits
+		wg.Wait()
+		close(permits)
+		for p := range permits {
+			_ = p.Release(ctx)
+		}
+	}()
+	callers := func(n int64) {
+		t.Helper()
+		wg.Go(func() {
+			p, err := a.acquire(cctx, false, nil)
+			if err != nil {
+				if cctx.Err() == nil {
+					t.Error(err)
+				}
+				return
+			}
+			permits <- p
+		})
+		testwait.Until(t, time.Minute, "a caller did not queue locally", func() bool {
+			return a.loc.State().WaitN == n
+		})
+	}
+	callers(1)
+	if err := first.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	second := <-permits
+	testwait.Until(t, time.Minute, "the process was not told that the other process waits after its single-use unit served a second caller", func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.contended && !a.single
+	})
+	callers(1) // a third caller queues here
+	if err := second.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-got:
+	case <-ctx.Done():
+		t.Fatal("the other process was not served")
+	}
+	select {
+	case p := <-permits:
+		permits <- p // released at the end
+		t.Fatalf("the third caller was served (token %d) before the other process", p.Token())
+	default:
+	}
+}
