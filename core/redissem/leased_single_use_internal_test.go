@@ -190,3 +190,60 @@ func TestLeasedSingleUseReusedTellsRedis(t *testing.T) {
 	default:
 	}
 }
+
+// TestLeasedTakeScriptRecordsSingleUseAsTold: limit 2. a's single-use take
+// of 1 replies contended 0 and records a as told; b, whose head waiter
+// needs 2, takes the free unit and queues, and a is sent no note (its
+// entry keeps its version). In a hash of its own, a take that is not
+// single-use and is served records the process as not told, though its
+// entry said told before.
+func TestLeasedTakeScriptRecordsSingleUseAsTold(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: servertest.RedisAddr(t)})
+	t.Cleanup(func() { _ = c.Close() })
+	take := func(f takeFleet, pid string, keep, need, known, epoch int64, single bool) []int64 {
+		t.Helper()
+		v, err := scriptShareTake.Run(t.Context(), c, []string{f.key}, pid, need, keep, keep, need, need, 10000,
+			known, epoch, "owner-"+pid, "ch:"+pid, single).Int64Slice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	told := func(f takeFleet, pid string) string {
+		t.Helper()
+		e := strings.Split(f.all()["p:"+pid], ":")
+		return e[len(e)-1]
+	}
+
+	f := takeFleet{giveFleet{t: t, c: c, key: "t" + rand.Text()[:10] + "{single}:ls"}}
+	a, b := f.beat("a", 0, 0), f.beat("b", 0, 0)
+	r := take(f, "a", 0, 1, a[11], a[4], true)
+	if r[0] != 1 || r[1] != 1 || r[12] != 0 {
+		t.Fatalf("a's single-use take of 1: reply %v, want code 1, share 1, contended 0", r)
+	}
+	if got := told(f, "a"); got != "1" {
+		t.Fatalf("a's entry after its single-use take: told %q, want 1", got)
+	}
+	_, _, aver := f.entry("a")
+	r = take(f, "b", 0, 2, b[11], b[4], false)
+	if r[1] != 1 || r[12] != 0 {
+		t.Fatalf("b's take of 2 with 1 free: reply %v, want share 1, queued first", r)
+	}
+	if q := f.all()["q"]; q != "b" {
+		t.Fatalf("the queue after b's take: %q, want b", q)
+	}
+	if _, _, ver := f.entry("a"); ver != aver {
+		t.Fatalf("a's entry version moved from %d to %d: a was told, want no note to a single-use holder", aver, ver)
+	}
+
+	g := takeFleet{giveFleet{t: t, c: c, key: "t" + rand.Text()[:10] + "{single}:ls"}}
+	a = g.beat("a", 0, 0)
+	r = take(g, "a", 0, 1, a[11], a[4], true)
+	r = take(g, "a", 1, 2, r[11], a[4], false)
+	if r[0] != 1 || r[1] != 2 || r[12] != 0 {
+		t.Fatalf("a's take of a second unit: reply %v, want code 1, share 2, contended 0", r)
+	}
+	if got := told(g, "a"); got != "0" {
+		t.Fatalf("a's entry after a take that is not single-use: told %q, want 0", got)
+	}
+}
