@@ -330,7 +330,7 @@ func (l *leased) begin(weight int64) error {
 	if !l.gaveAt.IsZero() {
 		// Used again soon after a release gave the share back: keep it
 		// idle next time, as the loop does.
-		l.giveIdle = l.keepsNotLocked()
+		l.giveIdle = l.givesBackNextLocked()
 		l.gaveAt = time.Time{}
 	}
 	if !l.running {

@@ -221,7 +221,7 @@ func (l *leased) unqueueGive() bool {
 	if !l.gaveAt.IsZero() {
 		// Used again soon after a release gave the share back: keep it
 		// idle next time, as begin does.
-		l.giveIdle = l.keepsNotLocked()
+		l.giveIdle = l.givesBackNextLocked()
 		l.gaveAt = time.Time{}
 	}
 	l.applyLocked()

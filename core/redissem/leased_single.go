@@ -30,13 +30,14 @@ func (l *leased) singleUseLocked(demand, need int64) bool {
 	return l.giveIdle && l.share == 0 && demand <= need && !l.contended
 }
 
-// keepsNotLocked reports, for a caller that comes after a release gave the
-// unused share back, whether the next unused share goes back at once
-// too: the caller came shareIdle or more after that give-back, or another
-// process wanted a share kept unused here less than shareWanted ago (the
-// shares move between processes: keeping one unused would cost a note to
-// this process and a give-back from its loop). l.mu is held.
-func (l *leased) keepsNotLocked() bool {
+// givesBackNextLocked reports, for a caller that comes after a release
+// gave the unused share back, whether the next unused share goes back at
+// once too (giveIdle): the caller came shareIdle or more after that
+// give-back, or another process wanted a share kept unused here less than
+// shareWanted ago (the shares move between processes: keeping one unused
+// would cost a note to this process and a give-back from its loop). l.mu
+// is held.
+func (l *leased) givesBackNextLocked() bool {
 	return time.Since(l.gaveAt) >= l.idle || time.Since(l.wantedAt) < l.wanted
 }
 
