@@ -3,9 +3,11 @@ package promsem_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/distsem/distsem/core"
 	"github.com/distsem/distsem/core/promsem"
+	"github.com/distsem/distsem/internal/testwait"
 )
 
 // Per level and per named flow, in this process; flows not named share the
@@ -21,11 +23,12 @@ func TestCollectorCountsLevelsAndNamedFlows(t *testing.T) {
 		p, _ := sem.Acquire(ctx, core.WithFlow("tenant-18"), core.WithLevel(1))
 		queued <- p
 	}()
-	for {
-		if st, _ := sem.Stats(ctx); st.Waiting == 1 {
-			break
-		}
-	}
+	// The waiter is queued (Stats counts it) a moment before its wait
+	// event reaches the collector: wait for the event.
+	testwait.Until(t, time.Minute, "the collector did not see the third caller wait", func() bool {
+		got, _ := value(t, c, "distsem_sem_level_waiting", map[string]string{"level": "1"})
+		return got == 1
+	})
 	for _, w := range []struct {
 		name   string
 		labels map[string]string
