@@ -82,7 +82,6 @@ type leased struct {
 	wantedAt    time.Time     // when another process last wanted the share kept unused here
 	left        chan struct{} // tells the loop that a release's give-back left: stop
 	idle        time.Duration // shareIdle; longer in tests
-	wanted      time.Duration // shareWanted; other in tests
 
 	rebalance time.Duration // shareRebalance; longer in tests
 }
@@ -97,7 +96,7 @@ func newLeased(s *Semaphore) *leased {
 		loc:  backend.NewShare(s.label, s.limit, core.WithObserver(s.b.cfg.observer), core.WithOwner(s.b.cfg.owner)),
 		wake: make(chan struct{}, 1), retime: make(chan struct{}, 1), slot: make(chan struct{}, 1), unused: make(chan struct{}, 1), left: make(chan struct{}, 1), held: make(map[*leasedPermit]bool),
 		waiting: make(map[*waitCancel]struct{}), arriving: make(map[int64]int), beatDone: make(chan struct{}), limit: s.limit,
-		rebalance: shareRebalance, idle: shareIdle, wanted: shareWanted, giveIdle: true}
+		rebalance: shareRebalance, idle: shareIdle, giveIdle: true}
 	return l
 }
 

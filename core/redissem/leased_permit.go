@@ -53,10 +53,12 @@ func (p *leasedPermit) ReleasePermit(ctx context.Context, _ *core.Permit) error 
 // the release itself gives them back to Redis (one script, in the
 // caller's goroutine: leanNow), which hands them to the process that has
 // waited longest, this one included. A release that leaves the share
-// unused when the share went back unused after its last idle time, or on
-// the semaphore's first use here (see leased_idle.go), gives it back too,
-// and the process leaves; while nobody is starved that give-back is
-// queued (leased_batch.go), and the release returns without a round trip.
+// unused gives it back too, and the process leaves, when the share went
+// back unused after its last idle time, when another process wanted it
+// lately, on the semaphore's first use here (see leased_idle.go), or when
+// it came by a single-use take (see leased_single.go); while nobody is
+// starved that give-back is queued (leased_batch.go), and the release
+// returns without a round trip.
 func (l *leased) release(ctx context.Context, p *leasedPermit) error {
 	l.mu.Lock()
 	lost, ok := l.held[p]
@@ -66,16 +68,17 @@ func (l *leased) release(ctx context.Context, p *leasedPermit) error {
 	if l.single && !unused {
 		l.unsingleLocked() // another caller here uses the share
 	}
+	giveBack := l.giveIdle || l.single // an unused share goes back at once
 	give := l.registered && !l.closed && !lost && ok &&
-		(l.contended && !l.keepForTurnLocked(p.weight) || unused && (l.giveIdle || l.single))
+		(l.contended && !l.keepForTurnLocked(p.weight) || unused && giveBack)
 	if give && !l.giveReq {
 		l.giveReq = true
 		l.applyLocked()
 	}
-	idleGive := unused && give && (l.giveIdle || l.single) && !l.contended && l.s.b.brk.down().IsZero()
+	idleGive := unused && give && giveBack && !l.contended && l.s.b.brk.down().IsZero()
 	l.giveQueued = idleGive
 	switch {
-	case unused && give && (l.giveIdle || l.single):
+	case unused && give && giveBack:
 		l.gaveAt = time.Now()
 	case unused:
 		// Unused from now: given back unless used again soon (loop).

@@ -38,7 +38,7 @@ func (l *leased) singleUseLocked(demand, need int64) bool {
 // would cost a note to this process and a give-back from its loop). l.mu
 // is held.
 func (l *leased) givesBackNextLocked() bool {
-	return time.Since(l.gaveAt) >= l.idle || time.Since(l.wantedAt) < l.wanted
+	return time.Since(l.gaveAt) >= l.idle || time.Since(l.wantedAt) < shareWanted
 }
 
 // unsingleLocked ends the single use of the share: another caller uses it,
