@@ -46,20 +46,32 @@ func queuedGives(t *testing.T) (context.Context, *scriptLog, *redis.Client, *lea
 	return ctx, log, c, sem("a"), sem("b")
 }
 
-// shareInRedis returns the share that l's entry holds in Redis, or -1 if
-// it has no entry.
-func shareInRedis(t *testing.T, ctx context.Context, c *redis.Client, l *leased) int64 {
+// entryInRedis returns the fields of l's entry in Redis
+// ("share:demand:inuse:waiting:need:exp:epoch:qat:ver:told"), or nil if it
+// has none.
+func entryInRedis(t *testing.T, ctx context.Context, c *redis.Client, l *leased) []string {
 	t.Helper()
 	v, err := c.HGet(ctx, l.keys[0], "p:"+l.pid).Result()
 	if errors.Is(err, redis.Nil) {
-		return -1
+		return nil
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := strconv.ParseInt(strings.SplitN(v, ":", 2)[0], 10, 64)
+	return strings.Split(v, ":")
+}
+
+// shareInRedis returns the share that l's entry holds in Redis, or -1 if
+// it has no entry.
+func shareInRedis(t *testing.T, ctx context.Context, c *redis.Client, l *leased) int64 {
+	t.Helper()
+	e := entryInRedis(t, ctx, c, l)
+	if e == nil {
+		return -1
+	}
+	n, err := strconv.ParseInt(e[0], 10, 64)
 	if err != nil {
-		t.Fatalf("entry %q: %v", v, err)
+		t.Fatalf("entry %q: %v", e, err)
 	}
 	return n
 }

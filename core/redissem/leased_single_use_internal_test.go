@@ -3,7 +3,6 @@ package redissem
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -40,15 +39,11 @@ func singleUseFleet(t *testing.T) (context.Context, *redis.Client, *leased, *Lea
 // none).
 func entryTold(t *testing.T, ctx context.Context, c *redis.Client, l *leased) string {
 	t.Helper()
-	v, err := c.HGet(ctx, l.keys[0], "p:"+l.pid).Result()
-	if errors.Is(err, redis.Nil) {
+	e := entryInRedis(t, ctx, c, l)
+	if e == nil {
 		return ""
 	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := strings.Split(v, ":")
-	return f[len(f)-1]
+	return e[len(e)-1]
 }
 
 // queuedInRedis waits until a process is queued in the fleet's queue of
@@ -245,5 +240,68 @@ func TestLeasedTakeScriptRecordsSingleUseAsTold(t *testing.T) {
 	}
 	if got := told(g, "a"); got != "0" {
 		t.Fatalf("a's entry after a take that is not single-use: told %q, want 0", got)
+	}
+}
+
+// TestLeasedShareWantedElsewhereGoesBackAtOnce: a process keeps its
+// unused share; another process queues for it, and the push makes it give
+// the share back. From then on the process gives an unused share back at
+// the release: its next take is single-use, and its release queues the
+// give-back. A caller that comes soon after that give-back takes the unit
+// back, but while another process wanted it lately (shareWanted) the
+// share still goes back at the next release.
+func TestLeasedShareWantedElsewhereGoesBackAtOnce(t *testing.T) {
+	ctx, c, a, other := singleUseFleet(t)
+	a.mu.Lock()
+	a.giveIdle, a.idle = false, time.Hour // keeps an unused share
+	a.mu.Unlock()
+	useOnce(t, ctx, a)
+	if got := shareInRedis(t, ctx, c, a); got != 1 {
+		t.Fatalf("share in Redis after the release: %d, want 1 (kept)", got)
+	}
+
+	po, err := other.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	giveIdle, wanted := a.giveIdle, !a.wantedAt.IsZero()
+	a.mu.Unlock()
+	if !giveIdle || !wanted {
+		t.Fatalf("after another process took the kept share: give back at once %v, wanted %v; want both", giveIdle, wanted)
+	}
+	if err := po.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, time.Minute, "the other process kept the unit", func() bool {
+		return shareInRedis(t, ctx, c, other.l) <= 0
+	})
+
+	p, err := a.acquire(ctx, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	single := a.single
+	a.mu.Unlock()
+	if !single {
+		t.Fatal("the take after the share was wanted elsewhere was not single-use")
+	}
+	if err := p.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	queued := a.giveQueued || a.giving || a.share == 0
+	a.wantedAt = time.Now() // wanted lately, however slow the machine
+	a.mu.Unlock()
+	if !queued {
+		t.Fatal("the release kept the unused share, want it given back")
+	}
+	useOnce(t, ctx, a) // soon after the give-back
+	a.mu.Lock()
+	giveIdle = a.giveIdle
+	a.mu.Unlock()
+	if !giveIdle {
+		t.Fatal("a caller soon after the give-back made the share be kept, though another process wanted it lately")
 	}
 }
