@@ -13,9 +13,10 @@ import (
 
 // leased is the leased-shares mode of one Redis semaphore
 // (Leased): a share of the limit leased in Redis by this process,
-// and a local FIFO semaphore of the share's size. One goroutine (loop, in
-// leased_loop.go) runs while the process has demand or holds a share: it
-// reports the demand, applies the share Redis answers and renews its lease.
+// and a local FIFO semaphore of the share's size. One loop (leased_loop.go)
+// runs while the process has demand or holds a share: it reports the
+// demand, applies the share Redis answers and renews its lease. Its
+// goroutine starts once it has something to do (leased_start.go).
 type leased struct {
 	s    *Semaphore
 	pid  string   // this process's entry in the shares hash
@@ -72,6 +73,7 @@ type leased struct {
 	due        time.Time // when the last beat (the loop's, or a caller's: leanNow) asked for the next
 	timerAt    time.Time // when the loop's timer fires, as it last set it (zero: it fired)
 
+	start       loopStart     // the loop's goroutine, until it starts (leased_start.go)
 	unused      chan struct{} // tells the loop that the share went unused
 	unusedArmed bool          // the loop times the unused share
 	freeSeq     uint64        // counts the times the share became unused
@@ -84,6 +86,7 @@ type leased struct {
 	idle        time.Duration // shareIdle; longer in tests
 
 	rebalance time.Duration // shareRebalance; longer in tests
+	firstBeat time.Duration // after begin, when the loop beats first: shareRebalance; longer in tests
 }
 
 type waitCancel struct{ cancel context.CancelCauseFunc }
@@ -96,15 +99,17 @@ func newLeased(s *Semaphore) *leased {
 		loc:  backend.NewShare(s.label, s.limit, core.WithObserver(s.b.cfg.observer), core.WithOwner(s.b.cfg.owner)),
 		wake: make(chan struct{}, 1), retime: make(chan struct{}, 1), slot: make(chan struct{}, 1), unused: make(chan struct{}, 1), left: make(chan struct{}, 1), held: make(map[*leasedPermit]bool),
 		waiting: make(map[*waitCancel]struct{}), arriving: make(map[int64]int), beatDone: make(chan struct{}), limit: s.limit,
-		rebalance: shareRebalance, idle: shareIdle, giveIdle: true}
+		rebalance: shareRebalance, firstBeat: shareRebalance, idle: shareIdle, giveIdle: true}
 	return l
 }
 
+// poke wakes the loop, starting its goroutine if it has not started.
 func (l *leased) poke() {
 	select {
 	case l.wake <- struct{}{}:
 	default:
 	}
+	l.startNow()
 }
 
 // acquire grants from the local share. The fast path (a permit free within
@@ -335,10 +340,10 @@ func (l *leased) begin(weight int64) error {
 	if !l.running {
 		// The caller's take (leanNow) registers the process, or the
 		// caller pokes the loop; the loop's first beat is a safety net.
-		l.due = time.Now().Add(shareRebalance)
+		l.due = time.Now().Add(l.firstBeat)
 		l.timerAt = l.due
 		l.route()
-		if !l.s.b.goBackground(l.loop) {
+		if !l.startLater(l.firstBeat) {
 			l.unroute()
 			l.demand -= weight
 			l.arrivedLocked(weight)

@@ -27,14 +27,26 @@ import (
 func (l *leased) stopIfLeft() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.st.registered || l.closed || l.down || l.demand > 0 || len(l.held) > 0 || l.share > 0 {
+	if !l.leftLocked() {
 		return false
 	}
+	l.endLoopLocked()
+	<-l.slot
+	return true
+}
+
+// leftLocked reports whether the process is idle and has no entry in
+// Redis. l.mu is held, and the slot.
+func (l *leased) leftLocked() bool {
+	return !l.st.registered && !l.closed && !l.down && l.demand == 0 && len(l.held) == 0 && l.share == 0
+}
+
+// endLoopLocked marks the loop as ended: the next demand begins one anew.
+// l.mu is held.
+func (l *leased) endLoopLocked() {
 	l.unroute() // before begin can route a new loop
 	l.running = false
 	l.reported, l.reportedNeed = 0, 0 // the next demand is news
-	<-l.slot
-	return true
 }
 
 // unusedFor reports, when the share has been unused since a release, how
@@ -93,7 +105,7 @@ func (l *leased) stopLeft() {
 	l.mu.Lock()
 	left := !l.registered && l.demand == 0 && len(l.held) == 0
 	l.mu.Unlock()
-	if left {
+	if left && !l.stopUnstarted() {
 		select {
 		case l.left <- struct{}{}:
 		default:
@@ -112,8 +124,6 @@ func (l *leased) leave() bool {
 	if err != nil || l.demand > 0 || len(l.held) > 0 {
 		return false
 	}
-	l.unroute() // before begin can route a new loop (l.mu held)
-	l.running = false
-	l.reported, l.reportedNeed = 0, 0 // the next demand is news
+	l.endLoopLocked()
 	return true
 }

@@ -89,6 +89,7 @@ func (l *leased) release(ctx context.Context, p *leasedPermit) error {
 			case l.unused <- struct{}{}:
 			default:
 			}
+			l.startNow()
 		}
 	}
 	shrink := l.shrink

@@ -251,5 +251,6 @@ func (l *leased) leanDone(next time.Duration, urgent bool) {
 		case l.retime <- struct{}{}:
 		default:
 		}
+		l.startNow()
 	}
 }

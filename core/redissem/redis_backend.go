@@ -68,6 +68,9 @@ type redisBackend struct {
 	wg      sync.WaitGroup
 	trips   inflight  // the round trips in goroutines (redis_run.go)
 	gives   giveBatch // idle give-backs of leased semaphores (leased_batch.go)
+	// unstarted holds the leased loops begun whose goroutines have not
+	// started (leased_start.go); nil once closed.
+	unstarted map[*leased]struct{}
 }
 
 type semTrack struct {

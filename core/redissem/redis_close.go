@@ -62,6 +62,7 @@ func (b *redisBackend) close() error {
 	if ps != nil {
 		err = ps.close()
 	}
+	b.closeUnstarted()
 	b.wg.Wait()
 	// Last, the round trips still in flight in goroutines (callScript):
 	// their callers stopped waiting when their ctx ended, and each ends by

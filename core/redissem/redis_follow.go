@@ -110,6 +110,8 @@ type testHooks struct {
 	// loopListens: a leased loop with callers is about to make sure it is
 	// subscribed before its beat (listenFirst).
 	loopListens func()
+	// loopStarts: the goroutine of a leased loop starts (leased_start.go).
+	loopStarts func()
 }
 
 // current reports whether ps is the subscription in use.
