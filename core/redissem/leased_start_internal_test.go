@@ -1,6 +1,7 @@
 package redissem
 
 import (
+	"context"
 	"errors"
 	"sync/atomic"
 	"testing"
@@ -28,19 +29,27 @@ func loopUnstarted(l *leased) bool {
 	return l.start.t != nil
 }
 
+// loneHolder acquires a permit of l for a lone caller, and fails unless
+// l's loop has begun and its goroutine has not started.
+func loneHolder(t *testing.T, ctx context.Context, l *leased) *core.Permit {
+	t.Helper()
+	p, err := l.acquire(ctx, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !loopUnstarted(l) {
+		t.Fatal("the loop has not begun, or its goroutine started, during a lone use")
+	}
+	return p
+}
+
 // TestLeasedLoneUseStartsNoLoop: a lone caller's use, a single-use take
 // and a give-back that leaves, needs no beat of the loop: its goroutine
 // never starts, and the loop has ended once the give-back left.
 func TestLeasedLoneUseStartsNoLoop(t *testing.T) {
 	ctx, c, a, _ := singleUseFleet(t)
 	starts := countLoopStarts(a)
-	p, err := a.acquire(ctx, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !loopUnstarted(a) {
-		t.Fatal("the loop has not begun, or its goroutine started, during a lone use")
-	}
+	p := loneHolder(t, ctx, a)
 	if err := p.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -100,13 +109,7 @@ func TestLeasedLocalHandOffStartsTheLoop(t *testing.T) {
 func TestLeasedCloseEndsALoopNeverStarted(t *testing.T) {
 	ctx, _, a, _ := singleUseFleet(t)
 	starts := countLoopStarts(a)
-	p, err := a.acquire(ctx, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !loopUnstarted(a) {
-		t.Fatal("the loop's goroutine started during a lone use")
-	}
+	p := loneHolder(t, ctx, a)
 	if err := a.s.b.close(); err != nil {
 		t.Fatal(err)
 	}
