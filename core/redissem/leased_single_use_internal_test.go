@@ -35,6 +35,23 @@ func singleUseFleet(t *testing.T) (context.Context, *redis.Client, *leased, *Lea
 	return ctx, c, a, other
 }
 
+// singleUse acquires a permit of l, whose take, named what, must be
+// single-use.
+func singleUse(t *testing.T, ctx context.Context, l *leased, what string) *core.Permit {
+	t.Helper()
+	p, err := l.acquire(ctx, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.mu.Lock()
+	single := l.single
+	l.mu.Unlock()
+	if !single {
+		t.Fatalf("%s was not single-use", what)
+	}
+	return p
+}
+
 // entryTold returns the told field of l's entry in Redis ("" if it has
 // none).
 func entryTold(t *testing.T, ctx context.Context, c *redis.Client, l *leased) string {
@@ -86,16 +103,7 @@ func acquireLater(t *testing.T, ctx context.Context, o *Leased) <-chan struct{} 
 // the release's give-back hands the unit over.
 func TestLeasedSingleUseTakeIsNotTold(t *testing.T) {
 	ctx, c, a, other := singleUseFleet(t)
-	p, err := a.acquire(ctx, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.mu.Lock()
-	single := a.single
-	a.mu.Unlock()
-	if !single {
-		t.Fatal("the first use's take was not single-use")
-	}
+	p := singleUse(t, ctx, a, "the first use's take")
 	if got := entryTold(t, ctx, c, a); got != "1" {
 		t.Fatalf("told in the holder's entry: %q, want 1", got)
 	}
@@ -277,16 +285,7 @@ func TestLeasedShareWantedElsewhereGoesBackAtOnce(t *testing.T) {
 		return shareInRedis(t, ctx, c, other.l) <= 0
 	})
 
-	p, err := a.acquire(ctx, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.mu.Lock()
-	single := a.single
-	a.mu.Unlock()
-	if !single {
-		t.Fatal("the take after the share was wanted elsewhere was not single-use")
-	}
+	p := singleUse(t, ctx, a, "the take after the share was wanted elsewhere")
 	if err := p.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
