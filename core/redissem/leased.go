@@ -104,9 +104,14 @@ func newLeased(s *Semaphore) *leased {
 }
 
 // poke wakes the loop, starting its goroutine if it has not started.
-func (l *leased) poke() {
+func (l *leased) poke() { l.signal(l.wake) }
+
+// signal sends on ch, one of the loop's channels, unless a send waits
+// there already, and starts the loop's goroutine if it has not started.
+// Safe with or without l.mu held.
+func (l *leased) signal(ch chan struct{}) {
 	select {
-	case l.wake <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 	l.startNow()

@@ -85,11 +85,7 @@ func (l *leased) release(ctx context.Context, p *leasedPermit) error {
 		l.freeSeq++
 		if !l.unusedArmed {
 			l.unusedArmed = true
-			select {
-			case l.unused <- struct{}{}:
-			default:
-			}
-			l.startNow()
+			l.signal(l.unused)
 		}
 	}
 	shrink := l.shrink

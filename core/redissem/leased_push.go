@@ -247,10 +247,6 @@ func (l *leased) leanDone(next time.Duration, urgent bool) {
 	early := !urgent && next < l.s.b.cfg.leaseTTL/3 && (l.timerAt.IsZero() || l.due.Before(l.timerAt))
 	l.mu.Unlock()
 	if early {
-		select {
-		case l.retime <- struct{}{}:
-		default:
-		}
-		l.startNow()
+		l.signal(l.retime)
 	}
 }

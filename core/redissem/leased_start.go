@@ -51,7 +51,7 @@ func (l *leased) startLater(d time.Duration) bool {
 }
 
 // startNow starts the loop's goroutine if the loop has begun and it has
-// not started. Safe with or without l.mu held.
+// not started. Safe with or without l.mu held (not with b.mu).
 func (l *leased) startNow() {
 	l.start.mu.Lock()
 	defer l.start.mu.Unlock()
@@ -70,11 +70,9 @@ func (l *leased) startLocked() {
 		b.mu.Unlock()
 		return
 	}
-	delete(b.unstarted, l)
 	b.wg.Add(1)
 	b.mu.Unlock()
-	l.start.t.Stop()
-	l.start.t = nil
+	l.endUnstartedLocked()
 	if h := b.hooks; h != nil && h.loopStarts != nil {
 		h.loopStarts()
 	}
